@@ -1,0 +1,74 @@
+"""The Model contract: what the SGAIS engine needs to know about a model.
+
+A model is a small torch object over an unconstrained parameter vector
+``theta`` of size ``n_params``. Every method works on ``M`` particles at
+once (``theta`` has shape ``[M, n_params]``) and on a batch of data, given
+as a tuple of tensors whose first dimension indexes the observations
+(``(X, y)`` for supervised models, ``(X,)`` for density models).
+
+Only :meth:`Model.sample_prior`, :meth:`Model.log_prior` and
+:meth:`Model.log_likelihood` must be written; the gradients fall back to
+autograd and a model overrides them where a closed form is faster.
+"""
+
+import torch
+
+__all__ = ["Model", "batch_size_of", "take"]
+
+
+def batch_size_of(batch):
+    """Number of observations in a batch (a tuple of tensors)."""
+    return batch[0].shape[0]
+
+
+def take(batch, index):
+    """Rows ``index`` of every tensor of a batch."""
+    return tuple(t[index] for t in batch)
+
+
+class Model:
+    """Base class of the probabilistic models used by the SGAIS engine.
+
+    Subclasses set ``n_params`` and implement :meth:`sample_prior`,
+    :meth:`log_prior` and :meth:`log_likelihood`. Gradients default to
+    autograd through those methods.
+    """
+
+    n_params: int
+
+    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        """Draw ``n`` parameter vectors from the prior, shape ``[n, n_params]``."""
+        raise NotImplementedError
+
+    def log_prior(self, theta):
+        """Log prior density of unconstrained ``theta [M, d]`` -> ``[M]``.
+
+        Includes the log-Jacobian of every transform to the unconstrained
+        space.
+        """
+        raise NotImplementedError
+
+    def log_likelihood(self, theta, batch):
+        """Per-observation log-likelihood, ``[M, B]``."""
+        raise NotImplementedError
+
+    def grad_log_prior(self, theta):
+        """Gradient of :meth:`log_prior`, ``[M, d]``."""
+        with torch.enable_grad():
+            theta = theta.detach().requires_grad_(True)
+            (grad,) = torch.autograd.grad(self.log_prior(theta).sum(), theta)
+        return grad
+
+    def grad_log_likelihood(self, theta, batch):
+        """Gradient of the batch's summed log-likelihood, ``[M, d]``."""
+        with torch.enable_grad():
+            theta = theta.detach().requires_grad_(True)
+            total = self.log_likelihood(theta, batch).sum()
+            (grad,) = torch.autograd.grad(total, theta)
+        return grad
+
+    def exact_log_evidence(self, batch):
+        """Closed-form log evidence of ``batch``, where one exists."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no closed-form evidence"
+        )
