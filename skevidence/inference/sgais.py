@@ -25,7 +25,7 @@ import torch
 from ..models.base import batch_size_of, take
 from .annealing import ess, log_normalize, next_increment
 from .control_variates import ControlVariate
-from .kernels import covariance_preconditioner, isotropic_preconditioner, sghmc
+from .kernels import baoab, covariance_preconditioner, isotropic_preconditioner, sghmc
 from .reservoir import Reservoir
 from .resampling import systematic_resample
 
@@ -54,6 +54,7 @@ class SGAISConfig:
     cv_refresh_factor: float = 2.0
     warmup_size: int = 1000
     warmup_factor: int = 4
+    integrator: str = "baoab"
 
 
 @dataclass
@@ -237,7 +238,8 @@ def sghmc_move(model, state, config, chunk, lam):
         return g + (n_past / minibatch_size) * model.grad_log_likelihood(theta, minibatch)
 
     chol = _preconditioner(state, config, chunk, lam)
-    return sghmc(state.theta, grad_log_density, _n_moves(state, config),
+    kernel = baoab if config.integrator == "baoab" else sghmc
+    return kernel(state.theta, grad_log_density, _n_moves(state, config),
                  config.learning_rate, config.momentum_decay, chol, generator)
 
 

@@ -1,0 +1,101 @@
+"""Accuracy and speed of EvidenceLinearRegression against the exact evidence.
+
+The paper's setting (Cameron & Dyer 2019, section 6): 5 features, true
+parameters drawn from the N(0, 1) prior, noise std 1. For each N and data
+seed the stream is fed to ``partial_fit`` in blocks of ten chunks, which
+gives exactly the numbers of one ``fit`` call and also times the chunks
+early (around n = 1e4) and late (the last block) in the stream.
+
+    python benchmarks/bench_linreg.py                      # N = 1e4, 1e5, 1e6
+    python benchmarks/bench_linreg.py --sizes 1e5 --seeds 5
+    python benchmarks/bench_linreg.py --sizes 1e4 1e5 --dynesty   # needs dynesty
+
+Columns: wall time of the whole stream, the estimate, the exact value, the
+error in nats, the time per chunk near n = 1e4 and at the end, and their
+ratio (flat cost per chunk means a ratio near 1).
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from skevidence import EvidenceLinearRegression
+from skevidence.datasets import make_linear_regression
+
+
+def stream(reg, X, y, block):
+    """Feed ``(X, y)`` in blocks; return the seconds each block took."""
+    seconds = []
+    for start in range(0, X.shape[0], block):
+        t = time.perf_counter()
+        reg.partial_fit(X[start : start + block], y[start : start + block])
+        seconds.append(time.perf_counter() - t)
+    return np.array(seconds)
+
+
+def run_dynesty(X, y, prior_std=1.0, noise_std=1.0, seed=0):
+    """Static nested sampling (500 live points) on the same model and data."""
+    import dynesty
+    from scipy.special import ndtri
+
+    Phi = np.hstack([X, np.ones((X.shape[0], 1))])
+    const = -0.5 * X.shape[0] * np.log(2 * np.pi * noise_std**2)
+
+    def loglike(theta):
+        r = y - Phi @ theta
+        return const - 0.5 * (r @ r) / noise_std**2
+
+    def prior_transform(u):
+        return prior_std * ndtri(u)
+
+    t = time.perf_counter()
+    sampler = dynesty.NestedSampler(loglike, prior_transform, Phi.shape[1], nlive=500,
+                                    rstate=np.random.default_rng(seed))
+    sampler.run_nested(dlogz=0.1, print_progress=False)
+    res = sampler.results
+    return res.logz[-1], res.logzerr[-1], time.perf_counter() - t
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
+    parser.add_argument("--seeds", type=int, default=1, help="data seeds 0..seeds-1")
+    parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")
+    args = parser.parse_args()
+
+    header = (f"{'N':>8} {'seed':>4} {'time s':>7} {'log Z':>13} {'exact':>13} {'error':>7} "
+              f"{'ms/chunk@1e4':>12} {'ms/chunk@N':>10} {'ratio':>5}")
+    if args.dynesty:
+        header += f" {'dynesty':>13} {'+-':>5} {'dyn s':>7} {'speedup':>7}"
+    print(header)
+    errors = {}
+    for N in map(int, args.sizes):
+        for seed in range(args.seeds):
+            X, y = make_linear_regression(N, random_state=seed)
+            reg = EvidenceLinearRegression(random_state=seed)
+            block = 10 * reg.batch_size
+            seconds = stream(reg, X, y, block)
+            exact = reg.exact_log_evidence(X, y)
+            err = reg.log_evidence_ - exact
+            errors.setdefault(N, []).append((err, exact))
+            early = seconds[min(len(seconds) - 1, 10_000 // block)] / 10 * 1e3
+            late = seconds[-1] / 10 * 1e3 if N % block == 0 else np.nan
+            line = (f"{N:>8d} {seed:>4d} {seconds.sum():>7.2f} {reg.log_evidence_:>13.3f} "
+                    f"{exact:>13.3f} {err:>+7.3f} {early:>12.2f} {late:>10.2f} "
+                    f"{late / early:>5.2f}")
+            if args.dynesty:
+                logz, logzerr, dyn_s = run_dynesty(X, y, seed=seed)
+                line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {dyn_s / seconds.sum():>7.1f}"
+            print(line, flush=True)
+    print()
+    for N, errs in errors.items():
+        errs, exact = np.array(errs).T
+        worst = np.argmax(np.abs(errs))
+        print(f"N={N:>8d}: median |error| {np.median(np.abs(errs)):.3f} nats, "
+              f"worst {errs[worst]:+.3f} nats, "
+              f"worst relative {np.max(np.abs(errs / exact)):.1e}")
+
+
+if __name__ == "__main__":
+    main()
