@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .inference import sgais
 
@@ -40,7 +40,8 @@ SHARED_PARAMS_DOC = """\
         is dimensionless and shrinks with the posterior as data arrive;
         otherwise it is ``learning_rate / n`` after ``n`` observations (the
         paper's ``eta = 0.1 / N`` with ``N`` replaced by the count seen so
-        far, which a stream knows).
+        far, which a stream knows). Each estimator's default was chosen by
+        measurement; its Notes say how.
     momentum_decay : float, default=0.2
         Friction ``alpha`` of SGHMC: the fraction of the momentum removed
         at every step (the paper's 0.2).
@@ -201,8 +202,6 @@ class BaseEvidenceEstimator(BaseEstimator):
     def _check_fitted_input(self, X):
         """Validate prediction inputs and return them as a tensor batch."""
         check_is_fitted(self, "log_evidence_")
-        from sklearn.utils.validation import validate_data
-
         return validate_data(self, X, reset=False, dtype=np.float64)
 
     def _weights_tensor(self):

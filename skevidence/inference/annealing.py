@@ -37,7 +37,10 @@ def conditional_ess(log_W, loglik, delta):
     """
     a = log_W + delta * loglik
     b = log_W + 2.0 * delta * loglik
-    return float(log_W.shape[0] * np.exp(2.0 * _logsumexp(a) - _logsumexp(b)))
+    log_num = _logsumexp(a)
+    if not np.isfinite(log_num):  # no particle with weight and likelihood
+        return 0.0
+    return float(log_W.shape[0] * np.exp(2.0 * log_num - _logsumexp(b)))
 
 
 def next_increment(log_W, loglik, remaining, target, tol=1e-6, max_iter=60):
@@ -48,6 +51,8 @@ def next_increment(log_W, loglik, remaining, target, tol=1e-6, max_iter=60):
     orders of magnitude early in a stream, so bisection in log space needs
     far fewer iterations than on a linear scale).
     """
+    if not np.isfinite(np.max(log_W + loglik)):
+        return remaining  # nothing to anneal: the caller reports the failure
     if conditional_ess(log_W, loglik, remaining) >= target:
         return remaining
     lo, hi = np.log(remaining) - 50.0, np.log(remaining)

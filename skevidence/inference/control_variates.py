@@ -64,9 +64,9 @@ class ControlVariate:
         observation, and a low-variance estimate when it is a bounded
         reservoir (the difference of gradients is small).
         """
-        diff = full_gradient_sum(model, new_ref, store) - full_gradient_sum(
-            model, self.theta_ref, store
-        )
+        R = new_ref.shape[0]
+        both = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
+        diff = both[:R] - both[R:]
         self.grad_sum = self.grad_sum + diff * (n_seen / batch_size_of(store))
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
