@@ -1,5 +1,11 @@
 import numpy as np
 import pytest
+import torch
+
+# The tests' tensors are small: one intra-op thread is as fast, and it keeps
+# the suite from stalling in OpenMP spin-waits when the cores are shared
+# (pytest-xdist, CI runners with other jobs).
+torch.set_num_threads(1)
 
 
 def paper_linear_data(n_samples, seed, n_features=5):
