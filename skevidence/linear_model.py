@@ -1,15 +1,17 @@
-"""Linear models with an online evidence: EvidenceLinearRegression."""
+"""Linear models with an online evidence: EvidenceLinearRegression and
+EvidenceLogisticRegression."""
 
 import numpy as np
 import torch
-from sklearn.base import RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils import check_X_y
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import validate_data
 
 from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator
-from .models import LinearRegressionModel
+from .models import LinearRegressionModel, LogisticRegressionModel
 
-__all__ = ["EvidenceLinearRegression"]
+__all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
 
 
 class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
@@ -238,3 +240,314 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
         model = self._make_model(X, y)
         return model.exact_log_evidence((torch.as_tensor(X), torch.as_tensor(y)))
+
+
+class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
+    __doc__ = f"""Bayesian multinomial logistic regression with its log evidence, by SGAIS.
+
+    The model is ``p(y = k | x) = softmax_k(W x + b)`` where every class
+    ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``, all with
+    independent ``N(0, prior_std^2)`` priors (Cameron & Dyer 2019,
+    Appendix B.2). The parameterisation is kept as in the paper although it
+    is redundant: the evidence belongs to this model, so two classes have
+    ``2 (n_features + 1)`` parameters. ``fit`` starts over; ``partial_fit``
+    conditions the current posterior on more data, at a cost per batch that
+    does not grow with the data already seen. Predictions average the
+    particles' class probabilities with their importance weights (the
+    posterior predictive).
+
+    Parameters
+    ----------
+    fit_intercept : bool, default=True
+        Whether every class has a bias (with the same prior as the weights).
+    prior_std : float, default=1.0
+        Standard deviation of the Gaussian prior on every weight and bias.
+{SHARED_PARAMS_DOC.format(learning_rate=0.1)}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
+    log_evidence_ : float
+        Estimate of ``log p(y | X)`` for all data seen so far.
+    evidence_trace_ : dict of ndarray
+        One entry per chunk: ``n_seen``, ``log_evidence``,
+        ``n_annealing_steps`` and ``ess`` (of the weights after the chunk).
+    coef_ : ndarray of shape (n_classes, n_features)
+        Posterior mean of the weights, one row per class.
+    intercept_ : ndarray of shape (n_classes,)
+        Posterior mean of the biases (zeros when ``fit_intercept=False``).
+    particles_ : ndarray of shape (n_particles, n_params)
+        Posterior particles ``[coef.ravel(), intercept]``.
+    particle_weights_ : ndarray of shape (n_particles,)
+        Their normalised importance weights.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    n_samples_seen_ : int
+        Number of observations conditioned on.
+
+    See Also
+    --------
+    sklearn.linear_model.LogisticRegression : maximum a posteriori point
+        estimate of the same model (with a penalty instead of the prior).
+    EvidenceLinearRegression : the regression counterpart, with an exact
+        evidence to check against.
+
+    Notes
+    -----
+    Defaults measured on the paper's setting (10 features, 4 classes,
+    44 parameters, data ``make_logistic_regression(N, random_state=1)``;
+    ``benchmarks/bench_logistic.py``) against importance sampling from a
+    Student t fitted at the posterior mode (standard error about 0.01 nats):
+    -629.39 at N = 1000 and -5664.19 at N = 10_000.
+
+    The engine's preconditioner is the particles' covariance *without*
+    shrinkage toward its diagonal (``precondition_shrinkage=0``; the shared
+    default is 0.1). With one weight vector per class the posterior is wide
+    along "add one vector to every class" (only the prior constrains it)
+    and narrow across it, so the diagonal of the covariance stays of prior
+    size while some directions shrink like ``1 / n``; the shrunk
+    preconditioner took steps too long for those directions and the
+    sampler diverged near n = 5000. Without shrinkage the errors were
+    -0.06, +0.46, -0.33 nats at N = 1000 (3 seeds, 8-15 s each on one
+    core) and -0.43, -0.04 at N = 10_000 (2 seeds, 32-39 s).
+
+    The other defaults are the shared ones. At N = 1000 with the shrunk
+    preconditioner (one seed per variant) ``learning_rate`` 0.05 / 0.1 /
+    0.2 gave -0.28 / -0.55 / -1.03 nats, 512 particles -0.11, all the data
+    in one chunk (exact gradients only) +0.21, three times the moves -0.67;
+    the first-order SGHMC integrator instead of BAOAB gave -4.1 and plain
+    mini-batch gradients instead of control variates -9.1. The dynesty
+    value published for the N = 1000 data, -624.22 +- 0.40, lies about
+    5 nats above both this estimator and the importance-sampling check.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skevidence import EvidenceLogisticRegression
+    >>> from skevidence.datasets import make_logistic_regression
+    >>> X, y = make_logistic_regression(1000, n_features=3, n_classes=3, random_state=0)
+    >>> clf = EvidenceLogisticRegression(random_state=0).fit(X, y)
+    >>> clf.classes_
+    array([0, 1, 2])
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    >>> bool(np.isfinite(clf.log_evidence_))
+    True
+    """
+
+    # Every class has its own weights, so the posterior is nearly flat along
+    # "add one vector to every class" and narrow across it; shrinking the
+    # preconditioner toward its diagonal leaks the wide prior scale into the
+    # narrow directions and the sampler diverged near n = 5000 (see Notes).
+    _engine_defaults = {"precondition_shrinkage": 0.0}
+
+    def __init__(
+        self,
+        *,
+        fit_intercept=True,
+        prior_std=1.0,
+        n_particles=128,
+        batch_size=500,
+        n_burnin=20,
+        learning_rate=0.1,
+        momentum_decay=0.2,
+        target_ess=0.9,
+        resample_threshold=0.5,
+        reservoir_size=None,
+        device="cpu",
+        dtype="float64",
+        random_state=None,
+        verbose=0,
+    ):
+        self.fit_intercept = fit_intercept
+        self.prior_std = prior_std
+        self.n_particles = n_particles
+        self.batch_size = batch_size
+        self.n_burnin = n_burnin
+        self.learning_rate = learning_rate
+        self.momentum_decay = momentum_decay
+        self.target_ess = target_ess
+        self.resample_threshold = resample_threshold
+        self.reservoir_size = reservoir_size
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        super()._check_params()
+        value = self.prior_std
+        if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
+            raise ValueError(f"prior_std must be a positive finite number, got {value!r}")
+
+    def _make_model(self, X, y):
+        return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,
+                                       self.prior_std)
+
+    def _validate_training_data(self, X, y, reset, classes=None):
+        """Check ``X, y`` and encode the labels as indices into ``classes_``.
+
+        ``fit`` takes the classes from ``y`` (at least two); the first
+        ``partial_fit`` needs them in ``classes``, as in scikit-learn, since
+        a batch need not hold every class; later batches may only use them.
+        """
+        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
+        check_classification_targets(y)
+        if reset:
+            self.classes_ = self._initial_classes(y, classes)
+        elif classes is not None and not np.array_equal(unique_labels(classes), self.classes_):
+            raise ValueError(f"`classes={classes!r}` is not the same as on the first call "
+                             f"to partial_fit, was: {self.classes_!r}")
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y contains labels not in classes_ {self.classes_!r}: "
+                             f"{np.unique(y[unknown])!r}")
+        return X, np.searchsorted(self.classes_, y)
+
+    def _initial_classes(self, y, classes):
+        if classes is None:
+            classes = unique_labels(y)
+            if len(classes) < 2:
+                raise ValueError(f"y has a single class ({classes[0]!r}); logistic regression "
+                                 "needs at least two. Pass every class to partial_fit with "
+                                 "`classes=` to fit a batch that shows only some of them.")
+            return classes
+        classes = unique_labels(classes)
+        if len(classes) < 2:
+            raise ValueError(f"classes must hold at least two labels, got {classes!r}")
+        return classes
+
+    def _to_batch(self, X, y):
+        return self._as_tensor(X), self._as_tensor(y, dtype=torch.long)
+
+    def fit(self, X, y):
+        """Fit the posterior and the evidence on ``(X, y)``, starting over.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct ones).
+
+        Returns
+        -------
+        self : EvidenceLogisticRegression
+            The fitted estimator.
+        """
+        return self._fit(X, y, reset=True)
+
+    def partial_fit(self, X, y, classes=None):
+        """Condition the current posterior and evidence on one more batch.
+
+        The first call starts from the prior and must name every class in
+        ``classes`` (a batch need not show them all); later calls may omit
+        it, and their labels must belong to ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs of the new batch.
+        y : array-like of shape (n_samples,)
+            Class labels of the new batch.
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream; required on the first call,
+            and if given later it must equal ``classes_``.
+
+        Returns
+        -------
+        self : EvidenceLogisticRegression
+            The updated estimator.
+        """
+        first = not hasattr(self, "_state")
+        if first and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        return self._fit(X, y, reset=first, classes=classes)
+
+    def _set_fitted_attributes(self):
+        super()._set_fitted_attributes()
+        mean = self.particle_weights_ @ self.particles_
+        K, p = len(self.classes_), self.n_features_in_
+        self.coef_ = mean[: K * p].reshape(K, p)
+        self.intercept_ = mean[K * p :] if self.fit_intercept else np.zeros(K)
+
+    def predict_log_proba(self, X):
+        """Log of the posterior-predictive class probabilities.
+
+        ``log sum_m w_m softmax(W_m x + b_m)`` over the weighted particles,
+        computed in log space (logsumexp), so tiny probabilities keep their
+        digits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        X = self._check_fitted_input(X)
+        Xt = torch.as_tensor(X, dtype=torch.float64, device=self.device)
+        log_p = self._model.predict_log_proba(self._particles_tensor(), Xt)  # [M, B, K]
+        with np.errstate(divide="ignore"):
+            log_w = torch.as_tensor(np.log(self.particle_weights_), device=self.device)
+        return torch.logsumexp(log_w[:, None, None] + log_p, dim=0).cpu().numpy()
+
+    def predict_proba(self, X):
+        """Posterior-predictive class probabilities.
+
+        The average of the particles' softmax probabilities weighted by
+        ``particle_weights_``; unlike a point estimate it widens where the
+        posterior is uncertain.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Rows sum to one; columns follow ``classes_``.
+        """
+        return np.exp(self.predict_log_proba(X))
+
+    def decision_function(self, X):
+        """Scores from the posterior-predictive probabilities.
+
+        The log predictive probabilities (:meth:`predict_log_proba`); with
+        two classes, as in scikit-learn, a single column: the log odds of
+        ``classes_[1]`` against ``classes_[0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Larger means more likely; the predicted class has the largest.
+        """
+        log_proba = self.predict_log_proba(X)
+        if log_proba.shape[1] == 2:
+            return log_proba[:, 1] - log_proba[:, 0]
+        return log_proba
+
+    def predict(self, X):
+        """The class with the largest posterior-predictive probability.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]

@@ -55,6 +55,10 @@ class SGAISConfig:
     warmup_size: int = 1000
     warmup_factor: int = 4
     integrator: str = "baoab"
+    # Weight of the diagonal in the covariance preconditioner (see
+    # kernels.covariance_preconditioner); models whose posterior is strongly
+    # correlated in their own coordinates need 0.
+    precondition_shrinkage: float = 0.1
 
 
 @dataclass
@@ -208,7 +212,7 @@ def _preconditioner(state, config, chunk, lam):
     d = state.theta.shape[1]
     if config.precondition == "covariance":
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        return covariance_preconditioner(state.theta, W)
+        return covariance_preconditioner(state.theta, W, config.precondition_shrinkage)
     n_eff = state.n_seen + lam * batch_size_of(chunk)
     return isotropic_preconditioner(d, n_eff, state.theta)
 

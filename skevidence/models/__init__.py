@@ -2,5 +2,6 @@
 
 from .base import Model
 from .linear import LinearRegressionModel
+from .logistic import LogisticRegressionModel
 
-__all__ = ["Model", "LinearRegressionModel"]
+__all__ = ["Model", "LinearRegressionModel", "LogisticRegressionModel"]

@@ -1,0 +1,121 @@
+"""Multinomial (softmax) logistic regression (paper, Appendix B.2)."""
+
+import math
+
+import torch
+
+from .base import Model
+
+__all__ = ["LogisticRegressionModel"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class LogisticRegressionModel(Model):
+    """``p(y = k | x) = softmax_k(W x + b)`` with ``W, b ~ N(0, prior_std^2)`` iid.
+
+    Every class ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``,
+    as in the paper: the parameterisation is redundant (adding one vector to
+    every row leaves the likelihood unchanged) but the prior makes it proper,
+    and the evidence is that of this model, so two classes have
+    ``2 (n_features + 1)`` parameters, not ``n_features + 1``.
+
+    ``theta = [W.ravel() (row-major, n_classes x n_features), b (n_classes)]``;
+    without an intercept ``theta = W.ravel()``. Labels ``y`` are long tensors
+    of class indices in ``[0, n_classes)``.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features.
+    n_classes : int
+        Number of classes ``K``.
+    fit_intercept : bool, default=True
+        Whether every class has a bias ``b[k]``.
+    prior_std : float, default=1.0
+        Standard deviation of the Gaussian prior on every weight and bias.
+    """
+
+    def __init__(self, n_features, n_classes, fit_intercept=True, prior_std=1.0):
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+        self.fit_intercept = bool(fit_intercept)
+        self.prior_std = float(prior_std)
+        self.n_params = self.n_classes * (self.n_features + int(self.fit_intercept))
+
+    def unpack(self, theta):
+        """Weights ``[M, K, p]`` and biases ``[M, K]`` (zeros without intercept)."""
+        M, K, p = theta.shape[0], self.n_classes, self.n_features
+        W = theta[:, : K * p].reshape(M, K, p)
+        if self.fit_intercept:
+            b = theta[:, K * p :]
+        else:
+            b = theta.new_zeros(M, K)
+        return W, b
+
+    def _scores(self, theta, X):
+        """Class scores ``W x + b`` in the layout ``[M, K, B]``.
+
+        One ``[M K, p] x [p, B]`` product for all particles, and the data
+        index last so that the reductions over the (few) classes run over
+        contiguous rows of ``B``: a softmax over a last dimension of size
+        ``K = 4`` was ten times slower in torch (6 ms against 0.6 ms for
+        ``M = 129, B = 500`` on one core).
+        """
+        W, b = self.unpack(theta)
+        scores = W.reshape(-1, self.n_features) @ X.T  # [M K, B]
+        return scores.reshape(theta.shape[0], self.n_classes, X.shape[0]) + b[:, :, None]
+
+    def logits(self, theta, X):
+        """Class scores ``W x + b`` of every particle, ``[M, B, K]``."""
+        return self._scores(theta, X).transpose(1, 2)
+
+    def predict_proba(self, theta, X):
+        """Class probabilities of every particle, ``[M, B, K]``."""
+        return torch.softmax(self._scores(theta, X), dim=1).transpose(1, 2)
+
+    def predict_log_proba(self, theta, X):
+        """Log class probabilities of every particle, ``[M, B, K]``."""
+        return torch.log_softmax(self._scores(theta, X), dim=1).transpose(1, 2)
+
+    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        eps = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
+        return self.prior_std * eps
+
+    def log_prior(self, theta):
+        var = self.prior_std**2
+        return -0.5 * (theta.square().sum(1) / var + self.n_params * (_LOG_2PI + math.log(var)))
+
+    def grad_log_prior(self, theta):
+        return -theta / self.prior_std**2
+
+    def log_likelihood(self, theta, batch):
+        X, y = batch
+        scores = self._scores(theta, X)  # [M, K, B]
+        M, B = scores.shape[0], scores.shape[2]
+        picked = scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)  # [M, B]
+        return picked - _logsumexp_classes(scores)
+
+    def grad_log_likelihood(self, theta, batch):
+        """``sum_n (onehot(y_n) - p_n) [x_n, 1]^T`` per particle, ``[M, d]``."""
+        X, y = batch
+        scores = self._scores(theta, X)
+        M, B = scores.shape[0], scores.shape[2]
+        resid = -torch.softmax(scores, dim=1)  # [M, K, B]
+        resid.scatter_add_(1, y.reshape(1, 1, B).expand(M, 1, B),
+                           resid.new_ones(M, 1, B))
+        # [M K, B] x [B, p]: the weight gradients of all particles in one product.
+        grad_W = (resid.reshape(M * self.n_classes, B) @ X).reshape(M, -1)
+        if not self.fit_intercept:
+            return grad_W
+        return torch.cat([grad_W, resid.sum(2)], dim=1)
+
+
+def _logsumexp_classes(scores):
+    """``logsumexp`` over dim 1 of ``[M, K, B]``, shifted by the max for stability.
+
+    Written out because ``torch.logsumexp`` over a small middle dimension
+    was twice as slow as these four vectorised operations.
+    """
+    top = scores.amax(dim=1, keepdim=True)
+    return (scores - top).exp().sum(1).log() + top.squeeze(1)
