@@ -1,7 +1,8 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
 from .linear_model import EvidenceLinearRegression
+from .mixture import EvidenceGMM
 
 __version__ = "0.1.0"
 
-__all__ = ["EvidenceLinearRegression", "__version__"]
+__all__ = ["EvidenceGMM", "EvidenceLinearRegression", "__version__"]

@@ -1,6 +1,7 @@
 """Probabilistic models in torch, written against the Model contract."""
 
 from .base import Model
+from .gmm import GaussianMixtureModel
 from .linear import LinearRegressionModel
 
-__all__ = ["Model", "LinearRegressionModel"]
+__all__ = ["Model", "GaussianMixtureModel", "LinearRegressionModel"]
