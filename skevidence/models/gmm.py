@@ -204,6 +204,30 @@ class GaussianMixtureModel(Model):
         g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
         return torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
 
+    def posterior_scale(self, theta, n_eff):
+        """Per-particle posterior standard deviations from the Fisher information.
+
+        Diagonal of ``n_eff`` times the expected Fisher information of one
+        observation, treating the components as well separated (logit
+        ``w_k (1 - w_k)``, mean ``w_k / v``, log-variance ``w_k / 2``), plus
+        the prior's curvature so an empty component keeps its prior scale.
+        """
+        logits, means, log_var = self._split(theta)
+        K = self.n_components
+        weights = self._log_weights(logits).exp()
+        w_free = weights[:, : K - 1]
+        logit_info = (n_eff + K * self.weight_concentration) * w_free * (1.0 - w_free)
+        w = weights[:, :, None]
+        precision = torch.exp(-log_var)
+        c = self.mean_variance_factor
+        mean_info = (n_eff * w + 1.0 / c) * precision
+        centred = means - self.mean_prior
+        log_var_info = (0.5 * n_eff * w + self.variance_scale * precision
+                        + 0.5 * centred.square() * precision / c)
+        M = theta.shape[0]
+        info = torch.cat([logit_info, mean_info.reshape(M, -1), log_var_info.reshape(M, -1)], 1)
+        return info.clamp_min(1e-300).rsqrt()
+
     # -- closed form -------------------------------------------------------------------
 
     def exact_log_evidence(self, batch):
