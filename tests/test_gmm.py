@@ -195,3 +195,31 @@ def test_reproducible_clone_and_pickle():
     d = EvidenceGMM(**params, batch_size=200).partial_fit(X[:200]).partial_fit(X[200:])
     e = EvidenceGMM(**params, batch_size=200).fit(X)
     assert d.log_evidence_ == e.log_evidence_
+
+
+def test_posterior_scale_matches_the_conjugate_posterior():
+    # One component, many observations: the Fisher scale of the mean and of
+    # the log-variance must match the exact NIG posterior (std of the mean
+    # sqrt(v / n), of log v sqrt(2 / n)) to within the prior's O(1/n) share.
+    model = GaussianMixtureModel(1, 1)
+    n = 10000
+    theta = torch.tensor([[0.5, math.log(2.0)]], dtype=torch.float64)
+    scale = model.posterior_scale(theta, n)[0]
+    assert float(scale[0]) == pytest.approx(math.sqrt(2.0 / n), rel=1e-3)
+    assert float(scale[1]) == pytest.approx(math.sqrt(2.0 / n), rel=1e-3)
+    # Weights: a multinomial logit's information is n w (1 - w).
+    model = GaussianMixtureModel(1, 2)
+    theta = model.pack(torch.tensor([[0.2, 0.8]], dtype=torch.float64),
+                       torch.zeros(1, 2, 1, dtype=torch.float64),
+                       torch.ones(1, 2, 1, dtype=torch.float64))
+    assert float(model.posterior_scale(theta, n)[0, 0]) == pytest.approx(
+        1.0 / math.sqrt(n * 0.16), rel=1e-3)
+
+
+def test_evidence_ranks_the_true_number_of_components_first():
+    # A smaller version of benchmarks/bench_gmm_model_choice.py (which
+    # measures the bar of >= 4 of 5 seeds at N=5000 with 1..6 components).
+    X = X3[:1000]
+    logz = {k: EvidenceGMM(n_components=k, n_particles=32, random_state=0).fit(X).log_evidence_
+            for k in (2, 3, 4)}
+    assert max(logz, key=logz.get) == 3
