@@ -132,10 +132,10 @@ X3 = _blobs(5000, [[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]], [1.0, 0.7, 1.3], [0.3, 
 
 def test_one_component_evidence_matches_closed_form():
     X = _blobs(1000, [[1.0, -2.0]], [[1.5, 0.6]], [1.0], 5)
-    est = EvidenceGMM(n_components=1, n_particles=64, random_state=0).fit(X)
+    est = EvidenceGMM(n_components=1, n_particles=32, random_state=0).fit(X)
     exact = est.exact_log_evidence(X)
-    # Over random_state 0-4 the error was within +-0.3 nats (see report);
-    # 1 nat leaves room for platform differences.
+    # Over random_state 0-4 the errors were -0.08, 0.65, 0.27, 0.17, -0.22
+    # nats (largest 0.65); 1 nat is the bar.
     assert abs(est.log_evidence_ - exact) < 1.0
     assert est.weights_.shape == (1,)
     assert est.covariances_.shape == (1, 2)
@@ -219,7 +219,11 @@ def test_posterior_scale_matches_the_conjugate_posterior():
 def test_evidence_ranks_the_true_number_of_components_first():
     # A smaller version of benchmarks/bench_gmm_model_choice.py (which
     # measures the bar of >= 4 of 5 seeds at N=5000 with 1..6 components).
-    X = X3[:1000]
-    logz = {k: EvidenceGMM(n_components=k, n_particles=32, random_state=0).fit(X).log_evidence_
-            for k in (2, 3, 4)}
-    assert max(logz, key=logz.get) == 3
+    # At N=2000 with 64 particles the measured gap of K=3 over K=4 was
+    # 2.08, 1.62, 2.27 nats for random_state 0, 1, 2 (at N=1000 only 0.75,
+    # less than the sampler's spread); fewer components are far worse (K=2
+    # trails by hundreds of nats), so only K=4 is fitted here.
+    X = X3[:2000]
+    logz = {k: EvidenceGMM(n_components=k, n_particles=64, random_state=0).fit(X).log_evidence_
+            for k in (3, 4)}
+    assert logz[3] > logz[4]
