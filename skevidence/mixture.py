@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from sklearn.base import DensityMixin
 from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator
 from .models import GaussianMixtureModel
@@ -326,9 +326,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
         Each sample picks a particle by its weight, a component by that
         particle's mixture weights, and a point from the component. The
-        draws use a NumPy generator seeded from ``random_state`` (the
-        engine's own generator is left untouched, so sampling does not
-        change later fits).
+        draws use a fresh ``torch.Generator`` seeded from ``random_state``,
+        so the engine's own generator, and with it later ``partial_fit``
+        calls, are left untouched.
 
         Parameters
         ----------
@@ -342,22 +342,19 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         labels : ndarray of shape (n_samples,)
             Component index of every sample, within its particle.
         """
-        self._check_fitted_input(np.zeros((1, self.n_features_in_)))
-        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+        check_is_fitted(self, "log_evidence_")
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) \
+                or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        rng = np.random.default_rng(
-            None if self.random_state is None or not isinstance(self.random_state, numbers.Integral)
-            else self.random_state)
-        log_w, means, variances = (t.cpu().numpy() for t in self._model.unpack(self._particles_tensor()))
-        W = self.particle_weights_ / self.particle_weights_.sum()
-        particle = rng.choice(W.shape[0], size=n_samples, p=W)
-        u = rng.random(n_samples)
-        cumulative = np.cumsum(np.exp(log_w[particle]), axis=1)
-        labels = np.minimum((cumulative < u[:, None] * cumulative[:, -1:]).sum(1),
-                            self.n_components - 1)
-        eps = rng.standard_normal((n_samples, self.n_features_in_))
-        X = means[particle, labels] + np.sqrt(variances[particle, labels]) * eps
-        return X, labels
+        generator = self._make_generator()
+        log_w, means, variances = self._model.unpack(self._particles_tensor())
+        particle = torch.multinomial(self._weights_tensor(), n_samples, replacement=True,
+                                     generator=generator)
+        labels = torch.multinomial(log_w[particle].exp(), 1, generator=generator)[:, 0]
+        eps = torch.randn(n_samples, self.n_features_in_, generator=generator,
+                          dtype=torch.float64, device=self.device)
+        X = means[particle, labels] + variances[particle, labels].sqrt() * eps
+        return X.cpu().numpy(), labels.cpu().numpy()
 
     def exact_log_evidence(self, X):
         """Closed-form ``log p(X)`` for ``n_components=1`` (Normal-Inverse-Gamma).
