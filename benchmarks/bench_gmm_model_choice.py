@@ -35,7 +35,8 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     ks = list(range(1, args.max_components + 1))
-    print(f"{'seed':>4} " + " ".join(f"{'K=' + str(k):>11}" for k in ks) + f" {'best':>5} {'time s':>7}")
+    columns = " ".join(f"{'K=' + str(k):>11}" for k in ks)
+    print(f"{'seed':>4} {columns} {'best':>5} {'time s':>7}")
     hits = 0
     for seed in args.seeds:
         X = make_three_clusters(args.n, seed)
