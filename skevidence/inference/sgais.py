@@ -49,7 +49,7 @@ class SGAISConfig:
     target_ess: float = 0.9
     resample_threshold: float = 0.5
     reservoir_size: int | None = None
-    precondition: str | None = "covariance"
+    precondition: str | None = "covariance"  # or None (isotropic), "model" (posterior_scale)
     control_variate: str | None = "shared"
     cv_refresh_factor: float = 2.0
     warmup_size: int = 1000
@@ -241,10 +241,30 @@ def sghmc_move(model, state, config, chunk, lam):
             return g + state.cv.minibatch_gradient(model, theta, minibatch, n_past)
         return g + (n_past / minibatch_size) * model.grad_log_likelihood(theta, minibatch)
 
-    chol = _preconditioner(state, config, chunk, lam)
     kernel = baoab if config.integrator == "baoab" else sghmc
+    if config.precondition == "model":
+        return _move_in_model_scale(model, state, config, chunk, lam, kernel, grad_log_density)
+    chol = _preconditioner(state, config, chunk, lam)
     return kernel(state.theta, grad_log_density, _n_moves(state, config),
                  config.learning_rate, config.momentum_decay, chol, generator)
+
+
+def _move_in_model_scale(model, state, config, chunk, lam, kernel, grad_log_density):
+    """The kernel in coordinates ``theta / s``, ``s = model.posterior_scale``.
+
+    A per-particle diagonal preconditioner ``diag(s_i^2)``: particles in
+    different modes of a multimodal posterior (label switching) each move
+    on their own scale, which one covariance across the cloud cannot give.
+    ``s`` is computed once per move and held fixed during its steps.
+    """
+    n_eff = state.n_seen + lam * batch_size_of(chunk)
+    scale = model.posterior_scale(state.theta, n_eff)
+    d = state.theta.shape[1]
+    eye = torch.eye(d, dtype=state.theta.dtype, device=state.theta.device)
+    z = kernel(state.theta / scale, lambda z: grad_log_density(z * scale) * scale,
+               _n_moves(state, config), config.learning_rate, config.momentum_decay, eye,
+               state.generator)
+    return z * scale
 
 
 @dataclass

@@ -67,6 +67,16 @@ class Model:
             (grad,) = torch.autograd.grad(total, theta)
         return grad
 
+    def posterior_scale(self, theta, n_eff):
+        """Approximate posterior standard deviation of every coordinate, ``[M, d]``.
+
+        Used by the engine's ``precondition="model"`` as a per-particle
+        diagonal preconditioner after ``n_eff`` observations. The default,
+        ``1 / sqrt(n_eff)``, is that of a model with unit Fisher information;
+        models override it with their own Fisher information.
+        """
+        return torch.full_like(theta, 1.0 / max(float(n_eff), 1.0) ** 0.5)
+
     def exact_log_evidence(self, batch):
         """Closed-form log evidence of ``batch``, where one exists."""
         raise NotImplementedError(

@@ -1,0 +1,242 @@
+"""GaussianMixtureModel and EvidenceGMM."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate, stats
+from sklearn.base import clone
+
+from skevidence import EvidenceGMM
+from skevidence.models import GaussianMixtureModel, Model
+
+PRIOR = dict(weight_concentration=1.5, variance_shape=2.0, variance_scale=0.7,
+             mean_prior=0.3, mean_variance_factor=3.0)
+
+
+def _theta(model, n, seed):
+    return model.sample_prior(n, torch.Generator().manual_seed(seed))
+
+
+def _blobs(n, centers, scales, weights, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.choice(len(weights), size=n, p=weights)
+    centers = np.asarray(centers, dtype=float)
+    scales = np.broadcast_to(np.asarray(scales, dtype=float).reshape(len(weights), -1),
+                             centers.shape)
+    return centers[z] + scales[z] * rng.standard_normal((n, centers.shape[1]))
+
+
+# -- model ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_components", [1, 3])
+def test_analytic_gradients_match_autograd(n_components):
+    model = GaussianMixtureModel(2, n_components, **PRIOR)
+    theta = _theta(model, 7, 0)
+    X = torch.as_tensor(_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 0))
+    assert model.n_params == (n_components - 1) + 2 * n_components * 2
+    torch.testing.assert_close(model.grad_log_likelihood(theta, (X,)),
+                               Model.grad_log_likelihood(model, theta, (X,)))
+    torch.testing.assert_close(model.grad_log_prior(theta), Model.grad_log_prior(model, theta))
+
+
+def test_log_likelihood_matches_scipy():
+    model = GaussianMixtureModel(2, 3)
+    theta = _theta(model, 4, 1)
+    X = _blobs(30, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 1)
+    log_w, means, variances = (t.numpy() for t in model.unpack(theta))
+    comp = stats.norm.logpdf(X[None, :, None, :], means[:, None], np.sqrt(variances[:, None]))
+    expected = np.logaddexp.reduce(log_w[:, None, :] + comp.sum(-1), axis=2)
+    got = model.log_likelihood(theta, (torch.as_tensor(X),)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_log_prior_is_scipy_density_plus_log_jacobian():
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 5, 2)
+    log_w, means, variances = (t.numpy() for t in model.unpack(theta))
+    w = np.exp(log_w)
+    expected = []
+    for i in range(theta.shape[0]):
+        lp = stats.dirichlet.logpdf(w[i], np.full(3, PRIOR["weight_concentration"]))
+        lp += stats.invgamma.logpdf(variances[i], PRIOR["variance_shape"],
+                                    scale=PRIOR["variance_scale"]).sum()
+        lp += stats.norm.logpdf(means[i], PRIOR["mean_prior"],
+                                np.sqrt(PRIOR["mean_variance_factor"] * variances[i])).sum()
+        # Jacobians: additive log-ratio -> prod_k w_k; log-variance -> prod v.
+        lp += log_w[i].sum() + np.log(variances[i]).sum()
+        expected.append(lp)
+    np.testing.assert_allclose(model.log_prior(theta).numpy(), expected, rtol=1e-10)
+
+
+def test_sample_prior_follows_the_prior():
+    model = GaussianMixtureModel(1, 3, **PRIOR)
+    n = 20000
+    log_w, means, variances = (t.numpy() for t in model.unpack(_theta(model, n, 3)))
+    alpha = np.full(3, PRIOR["weight_concentration"])
+    v = variances.ravel()
+    m = means.ravel()
+    # Kolmogorov-Smirnov at a fixed seed: p-values below 1e-3 would flag a
+    # wrong distribution (a correct sampler fails at this seed with prob 1e-3).
+    w1 = np.exp(log_w[:, 0])
+    assert stats.kstest(w1, stats.beta(alpha[0], alpha.sum() - alpha[0]).cdf).pvalue > 1e-3
+    ig = stats.invgamma(PRIOR["variance_shape"], scale=PRIOR["variance_scale"])
+    assert stats.kstest(v, ig.cdf).pvalue > 1e-3
+    z = (m - PRIOR["mean_prior"]) / np.sqrt(PRIOR["mean_variance_factor"] * v)
+    assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
+
+
+def test_sample_prior_and_log_prior_agree_through_importance_sampling():
+    # E_q[p / q] = 1 for any proposal q covering p: with q a wide Gaussian
+    # on the unconstrained space and p = exp(log_prior), the integral of
+    # the prior density over R^d must be 1 (checks every Jacobian term).
+    model = GaussianMixtureModel(1, 2, **PRIOR)
+    gen = torch.Generator().manual_seed(4)
+    theta = _theta(model, 200000, 4)
+    centre = theta.mean(0)
+    scale = 1.5 * theta.std(0)
+    q = torch.distributions.Normal(centre, scale)
+    draws = centre + scale * torch.randn(200000, model.n_params, generator=gen, dtype=torch.float64)
+    log_ratio = model.log_prior(draws) - q.log_prob(draws).sum(1)
+    log_integral = float(torch.logsumexp(log_ratio, 0) - math.log(draws.shape[0]))
+    # The Monte-Carlo error of this estimate over seeds 0-4 was below 0.02.
+    assert abs(log_integral) < 0.05
+
+
+def test_exact_log_evidence_matches_quadrature():
+    X = np.array([[0.4], [-1.1], [2.3], [0.9], [1.6]])
+    model = GaussianMixtureModel(1, 1, **PRIOR)
+    a, b = PRIOR["variance_shape"], PRIOR["variance_scale"]
+    m0, c = PRIOR["mean_prior"], PRIOR["mean_variance_factor"]
+
+    def joint(m, s):
+        v = np.exp(s)
+        prior = (stats.invgamma.logpdf(v, a, scale=b) + s
+                 + stats.norm.logpdf(m, m0, np.sqrt(c * v)))
+        return np.exp(prior + stats.norm.logpdf(X[:, 0], m, np.sqrt(v)).sum())
+
+    value, _ = integrate.dblquad(joint, -6, 6, -10, 10, epsabs=1e-14, epsrel=1e-10)
+    exact = model.exact_log_evidence((torch.as_tensor(X),))
+    assert exact == pytest.approx(math.log(value), abs=1e-6)
+    with pytest.raises(NotImplementedError):
+        GaussianMixtureModel(1, 2).exact_log_evidence((torch.as_tensor(X),))
+
+
+# -- estimator -----------------------------------------------------------------------
+
+X3 = _blobs(5000, [[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]], [1.0, 0.7, 1.3], [0.3, 0.3, 0.4], 0)
+
+
+def test_one_component_evidence_matches_closed_form():
+    X = _blobs(1000, [[1.0, -2.0]], [[1.5, 0.6]], [1.0], 5)
+    est = EvidenceGMM(n_components=1, n_particles=32, random_state=0).fit(X)
+    exact = est.exact_log_evidence(X)
+    # Over random_state 0-4 the errors were -0.08, 0.65, 0.27, 0.17, -0.22
+    # nats (largest 0.65); 1 nat is the issue's bar.
+    assert abs(est.log_evidence_ - exact) < 1.0
+    assert est.weights_.shape == (1,)
+    assert est.covariances_.shape == (1, 2)
+
+
+def test_score_samples_is_a_normalised_density():
+    rng = np.random.default_rng(6)
+    X = np.concatenate([rng.normal(-2.0, 0.5, 150), rng.normal(1.5, 1.0, 250)])[:, None]
+    est = EvidenceGMM(n_components=2, n_particles=32, random_state=0).fit(rng.permutation(X))
+    grid = np.linspace(-12, 12, 4001)[:, None]
+    log_density = est.score_samples(grid)
+    assert np.all(np.isfinite(log_density))
+    # Trapezoid rule on a fine grid; the tails beyond +-12 carry < 1e-6.
+    assert np.trapezoid(np.exp(log_density), grid[:, 0]) == pytest.approx(1.0, abs=1e-3)
+    assert est.score(X) == pytest.approx(est.score_samples(X).mean())
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    np.testing.assert_array_equal(est.predict(X), proba.argmax(1))
+    samples, labels = est.sample(50)
+    assert samples.shape == (50, 1) and labels.shape == (50,)
+    assert set(labels) <= {0, 1}
+
+
+def _state(est):
+    return est.log_evidence_, len(est.evidence_trace_["n_seen"]), est.particles_.copy()
+
+
+def test_bad_input_raises_and_leaves_the_estimator_unchanged():
+    X = X3[:600]
+    est = EvidenceGMM(n_components=2, n_particles=16, n_burnin=2, random_state=0).fit(X)
+    before = _state(est)
+    bad = X[:100].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(bad)
+    with pytest.raises(ValueError):
+        est.partial_fit(np.ones((10, 3)))
+    after = _state(est)
+    assert before[0] == after[0] and before[1] == after[1]
+    np.testing.assert_array_equal(before[2], after[2])
+    with pytest.raises(ValueError):
+        EvidenceGMM(n_components=0).fit(X)
+    with pytest.raises(ValueError):
+        EvidenceGMM(variance_scale=-1.0).fit(X)
+
+
+def test_reproducible_clone_and_pickle():
+    X = X3[:400]
+    params = dict(n_components=3, n_particles=16, n_burnin=2, random_state=1)
+    a = EvidenceGMM(**params).fit(X)
+    b = clone(a).fit(X)
+    assert a.log_evidence_ == b.log_evidence_
+    np.testing.assert_array_equal(a.particles_, b.particles_)
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.score_samples(X[:5]), a.score_samples(X[:5]))
+    # partial_fit in two calls on chunk boundaries equals one fit.
+    d = EvidenceGMM(**params, batch_size=200).partial_fit(X[:200]).partial_fit(X[200:])
+    e = EvidenceGMM(**params, batch_size=200).fit(X)
+    assert d.log_evidence_ == e.log_evidence_
+
+
+def test_posterior_scale_matches_the_conjugate_posterior():
+    # One component, many observations: the Fisher scale of the mean and of
+    # the log-variance must match the exact NIG posterior (std of the mean
+    # sqrt(v / n), of log v sqrt(2 / n)) to within the prior's O(1/n) share.
+    model = GaussianMixtureModel(1, 1)
+    n = 10000
+    theta = torch.tensor([[0.5, math.log(2.0)]], dtype=torch.float64)
+    scale = model.posterior_scale(theta, n)[0]
+    assert float(scale[0]) == pytest.approx(math.sqrt(2.0 / n), rel=1e-3)
+    assert float(scale[1]) == pytest.approx(math.sqrt(2.0 / n), rel=1e-3)
+    # Weights: a multinomial logit's information is n w (1 - w).
+    model = GaussianMixtureModel(1, 2)
+    theta = model.pack(torch.tensor([[0.2, 0.8]], dtype=torch.float64),
+                       torch.zeros(1, 2, 1, dtype=torch.float64),
+                       torch.ones(1, 2, 1, dtype=torch.float64))
+    assert float(model.posterior_scale(theta, n)[0, 0]) == pytest.approx(
+        1.0 / math.sqrt(n * 0.16), rel=1e-3)
+
+
+def test_evidence_ranks_the_true_number_of_components_first():
+    # A smaller version of benchmarks/bench_gmm_model_choice.py (which
+    # measures the bar of >= 4 of 5 seeds at N=5000 with 1..6 components).
+    # At N=2000 with 64 particles the measured gap of K=3 over K=4 was
+    # 2.08, 1.62, 2.27 nats for random_state 0, 1, 2 (at N=1000 only 0.75,
+    # less than the sampler's spread); fewer components are far worse (K=2
+    # trails by hundreds of nats), so only K=4 is fitted here.
+    X = X3[:2000]
+    logz = {k: EvidenceGMM(n_components=k, n_particles=64, random_state=0).fit(X).log_evidence_
+            for k in (3, 4)}
+    assert logz[3] > logz[4]
+
+
+def test_sample_follows_the_fitted_mixture():
+    X = X3[:1000]
+    est = EvidenceGMM(n_components=3, n_particles=32, random_state=0).fit(X)
+    samples, labels = est.sample(4000)
+    again, _ = est.sample(4000)
+    np.testing.assert_array_equal(samples, again)  # seeded from random_state
+    # Posterior-predictive draws have the data's moments: standard errors of
+    # the means are ~0.06 for 4000 draws of a spread ~3.5, so 0.3 is 5 SE.
+    np.testing.assert_allclose(samples.mean(0), X.mean(0), atol=0.3)
+    np.testing.assert_allclose(samples.std(0), X.std(0), rtol=0.1)
+    assert set(np.unique(labels)) <= {0, 1, 2}
