@@ -1,7 +1,9 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
+from .ensemble import BayesianModelAverager
 from .linear_model import EvidenceLinearRegression
+from .model_selection import EvidenceSearch
 
 __version__ = "0.1.0"
 
-__all__ = ["EvidenceLinearRegression", "__version__"]
+__all__ = ["BayesianModelAverager", "EvidenceLinearRegression", "EvidenceSearch", "__version__"]
