@@ -1,13 +1,17 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
+from .ensemble import BayesianModelAverager
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .mixture import EvidenceGMM
+from .model_selection import EvidenceSearch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BayesianModelAverager",
     "EvidenceGMM",
     "EvidenceLinearRegression",
     "EvidenceLogisticRegression",
+    "EvidenceSearch",
     "__version__",
 ]

@@ -1,6 +1,12 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+
+# the stand-in members of the meta-estimator tests live beside the tests
+sys.path.insert(0, str(Path(__file__).parent))
 
 # The tests' tensors are small: one intra-op thread is as fast, and it keeps
 # the suite from stalling in OpenMP spin-waits when the cores are shared

@@ -1,0 +1,152 @@
+"""scikit-learn conformance of the public estimators, plus pickling and determinism."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skevidence import BayesianModelAverager, EvidenceLinearRegression, EvidenceSearch
+
+# target_ess=0.5: fewer annealing steps; with 0.9 check_regressor_data_not_an_array
+# alone takes about a minute.
+CHEAP = dict(n_particles=8, n_burnin=2, batch_size=50, target_ess=0.5, random_state=0)
+
+# Uncentred inputs (features around 100, as these checks draw them) make every
+# particle diverge in the engine's first chunk with the default learning rate:
+# a limitation of the SGAIS sampler reported to the engine's owner, not of the
+# scikit-learn interface (the same checks pass on centred data).
+_DIVERGES_ON_UNCENTRED_X = (
+    "SGAIS diverges on features centred at 100 (the check's data): "
+    "'all particles diverged after 0 observations'"
+)
+
+# Every expected failure of parametrize_with_checks, by estimator class, with
+# its reason. Nothing else may fail.
+# (With these seeds the single EvidenceLinearRegression of
+# check_fit_check_is_fitted survives; the two members of the meta-estimators
+# do not.)
+_UNCENTRED_CHECKS = ("check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in")
+EXPECTED_FAILED_CHECKS = {
+    "EvidenceLinearRegression": {
+        "check_fit_idempotent": _DIVERGES_ON_UNCENTRED_X,
+        "check_n_features_in": _DIVERGES_ON_UNCENTRED_X,
+    },
+    "BayesianModelAverager": dict.fromkeys(_UNCENTRED_CHECKS, _DIVERGES_ON_UNCENTRED_X),
+    "EvidenceSearch": dict.fromkeys(_UNCENTRED_CHECKS, _DIVERGES_ON_UNCENTRED_X),
+}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+def linreg(**params):
+    return EvidenceLinearRegression(**{**CHEAP, **params})
+
+
+def averager():
+    return BayesianModelAverager([("narrow", linreg(prior_std=0.5)), ("wide", linreg())])
+
+
+def search():
+    return EvidenceSearch(linreg(), {"prior_std": [0.5, 1.0]})
+
+
+ESTIMATORS = [linreg(), averager(), search()]
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks,
+                         xfail_strict=True)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=200)
+    return X, y
+
+
+@pytest.mark.parametrize("make", [linreg, averager, search])
+def test_clone_and_params(make):
+    est = make()
+    params = est.get_params(deep=False)
+    copy = clone(est)
+    assert copy is not est
+    assert copy.get_params(deep=False).keys() == params.keys()
+    copy.set_params(n_jobs=2) if "n_jobs" in params else copy.set_params(prior_std=2.0)
+    assert est.get_params(deep=False) == params  # the original is untouched
+
+
+@pytest.mark.parametrize("make", [linreg, averager, search])
+def test_random_state_determines_results(make, data):
+    X, y = data
+    a, b = make().fit(X, y), make().fit(X, y)
+    assert a.__class__ is b.__class__
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    evidence = {linreg: "log_evidence_", averager: "log_evidences_", search: "best_log_evidence_"}
+    np.testing.assert_array_equal(getattr(a, evidence[make]), getattr(b, evidence[make]))
+
+
+def test_different_random_state_changes_results(data):
+    X, y = data
+    a, b = linreg(random_state=0).fit(X, y), linreg(random_state=1).fit(X, y)
+    assert a.log_evidence_ != b.log_evidence_
+
+
+def test_pickled_partial_fit_resumes_exactly(data):
+    X, y = data
+    uninterrupted = linreg().partial_fit(X[:80], y[:80]).partial_fit(X[80:], y[80:])
+    first = linreg().partial_fit(X[:80], y[:80])
+    resumed = pickle.loads(pickle.dumps(first)).partial_fit(X[80:], y[80:])
+    assert resumed.log_evidence_ == uninterrupted.log_evidence_
+    np.testing.assert_array_equal(resumed.particles_, uninterrupted.particles_)
+    np.testing.assert_array_equal(resumed.predict(X), uninterrupted.predict(X))
+    for key, value in uninterrupted.evidence_trace_.items():
+        np.testing.assert_array_equal(resumed.evidence_trace_[key], value)
+
+
+def test_pickled_averager_resumes_exactly(data):
+    X, y = data
+    uninterrupted = averager().partial_fit(X[:80], y[:80]).partial_fit(X[80:], y[80:])
+    first = averager().partial_fit(X[:80], y[:80])
+    resumed = pickle.loads(pickle.dumps(first)).partial_fit(X[80:], y[80:])
+    np.testing.assert_array_equal(resumed.log_evidences_, uninterrupted.log_evidences_)
+    np.testing.assert_array_equal(resumed.weights_, uninterrupted.weights_)
+
+
+def _public_values(est):
+    for name in dir(est):
+        if name.startswith("_") or not name.endswith("_"):
+            continue
+        try:
+            yield name, getattr(est, name)
+        except AttributeError:
+            continue
+
+
+def _contains_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, dict):
+        return any(_contains_tensor(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_tensor(v) for v in value)
+    return False
+
+
+@pytest.mark.parametrize("make", [linreg, averager, search])
+def test_numpy_outputs_only(make, data):
+    X, y = data
+    est = make().fit(X, y)
+    outputs = [est.predict(X), *est.predict(X, return_std=True), est.score(X, y)]
+    for name, value in _public_values(est):
+        assert not _contains_tensor(value), name
+    for out in outputs:
+        assert isinstance(out, (np.ndarray, float)), type(out)
+    assert isinstance(est.predict(X), np.ndarray) and est.predict(X).dtype == np.float64
