@@ -24,7 +24,10 @@ import torch
 
 from skevidence import EvidenceGMM
 
-REFERENCE_DIR = os.environ.get("SKEVIDENCE_REFERENCE", "/work/shared/reference")
+# The shared folder beside the repository (see REFERENCE.md there).
+REFERENCE_DIR = os.environ.get(
+    "SKEVIDENCE_REFERENCE",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "reference"))
 # dynesty, static nested sampling, 500 live points (REFERENCE.md).
 REFERENCE = {1000: (-4494.94, 0.89), 10000: (-44096.59, 0.30)}
 

@@ -31,9 +31,12 @@ SHARED_PARAMS_DOC = """\
         Size of the chunks the data are added in, and of the mini-batches
         drawn from past data (the paper's 500).
     n_burnin : int, default=20
-        SGHMC steps after every annealing step (the paper's 20). Four times
-        as many are taken while fewer than 1000 observations have been
-        seen, when the posterior is broad and changes fast.
+        SGHMC steps after every annealing step (the paper's 20). While
+        fewer than 1000 observations have been seen the moves are instead
+        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps on the exact
+        tempered posterior (cheap while the data are few): small data sets
+        give the least Gaussian posteriors (separable classes, uncentred
+        features), where unadjusted steps can diverge.
     learning_rate : float, default={learning_rate}
         SGHMC step size. With ``precondition='covariance'`` (the default)
         the step is ``learning_rate`` times the particles' covariance, so it

@@ -301,16 +301,16 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     Student t fitted at the posterior mode (standard error about 0.01 nats):
     -629.39 at N = 1000 and -5664.19 at N = 10_000.
 
-    The engine's preconditioner is the particles' covariance *without*
-    shrinkage toward its diagonal (``precondition_shrinkage=0``; the shared
-    default is 0.1). With one weight vector per class the posterior is wide
-    along "add one vector to every class" (only the prior constrains it)
-    and narrow across it, so the diagonal of the covariance stays of prior
-    size while some directions shrink like ``1 / n``; the shrunk
-    preconditioner took steps too long for those directions and the
-    sampler diverged near n = 5000. Without shrinkage the errors were
-    -0.06, +0.46, -0.33 nats at N = 1000 (3 seeds, 8-15 s each on one
-    core) and -0.43, -0.04 at N = 10_000 (2 seeds, 32-39 s).
+    The engine's preconditioner is the particles' covariance without
+    shrinkage toward its diagonal. With one weight vector per class the
+    posterior is wide along "add one vector to every class" (only the prior
+    constrains it) and narrow across it, so the diagonal of the covariance
+    stays of prior size while some directions shrink like ``1 / n``; a
+    preconditioner shrunk toward that diagonal (``precondition_shrinkage``
+    0.1) took steps too long for the narrow directions and the sampler
+    diverged near n = 5000. Without shrinkage the errors were -0.06, +0.46,
+    -0.33 nats at N = 1000 (3 seeds, 8-15 s each on one core) and -0.43,
+    -0.04 at N = 10_000 (2 seeds, 32-39 s).
 
     The other defaults are the shared ones. At N = 1000 with the shrunk
     preconditioner (one seed per variant) ``learning_rate`` 0.05 / 0.1 /
@@ -335,12 +335,6 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     >>> bool(np.isfinite(clf.log_evidence_))
     True
     """
-
-    # Every class has its own weights, so the posterior is nearly flat along
-    # "add one vector to every class" and narrow across it; shrinking the
-    # preconditioner toward its diagonal leaks the wide prior scale into the
-    # narrow directions and the sampler diverged near n = 5000 (see Notes).
-    _engine_defaults = {"precondition_shrinkage": 0.0}
 
     def __init__(
         self,
@@ -409,7 +403,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         if classes is None:
             classes = unique_labels(y)
             if len(classes) < 2:
-                raise ValueError(f"y has a single class ({classes[0]!r}); logistic regression "
+                raise ValueError(f"y has only one class ({classes[0]!r}); logistic regression "
                                  "needs at least two. Pass every class to partial_fit with "
                                  "`classes=` to fit a batch that shows only some of them.")
             return classes
@@ -550,4 +544,5 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)  # checks fitted before classes_ is read
+        return self.classes_[np.argmax(log_proba, axis=1)]

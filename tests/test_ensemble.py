@@ -226,3 +226,33 @@ def test_set_params_nested():
     bma.set_params(wide__prior_std=2.0)
     assert bma.get_params()["wide__prior_std"] == 2.0
     assert bma.estimators[1][1].prior_std == 2.0
+
+
+# -- real skevidence members ---------------------------------------------------------
+
+
+def test_logistic_members_in_pipeline(classification_data):
+    from skevidence import EvidenceLogisticRegression
+
+    X, y = classification_data
+    members = [(f"prior{s}", EvidenceLogisticRegression(prior_std=s, **CHEAP))
+               for s in (0.3, 1.0, 3.0)]
+    model = make_pipeline(StandardScaler(), BayesianModelAverager(members)).fit(X, y)
+    bma = model[-1]
+    np.testing.assert_allclose(bma.weights_.sum(), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(bma.weights_, softmax(bma.log_evidences_), rtol=0, atol=1e-12)
+    Xs = model[0].transform(X)
+    expected = sum(w * est.predict_proba(Xs) for w, est in zip(bma.weights_, bma.estimators_))
+    np.testing.assert_allclose(model.predict_proba(X), expected, rtol=0, atol=1e-10)
+
+
+def test_gmm_members_score_samples(classification_data):
+    from skevidence import EvidenceGMM
+
+    X, _ = classification_data
+    members = [(f"k{k}", EvidenceGMM(n_components=k, **CHEAP)) for k in (1, 3)]
+    bma = BayesianModelAverager(members).fit(X)
+    expected = np.logaddexp.reduce(
+        [np.log(w) + est.score_samples(X) for w, est in zip(bma.weights_, bma.estimators_)], axis=0)
+    np.testing.assert_allclose(bma.score_samples(X), expected, rtol=1e-12)
+    np.testing.assert_allclose(bma.weights_, softmax(bma.log_evidences_), rtol=0, atol=1e-12)

@@ -194,3 +194,14 @@ def test_verbose_prints_progress(capsys):
     EvidenceLinearRegression(verbose=1, random_state=0).fit(X, y)
     out = capsys.readouterr().out
     assert "n_seen 1000" in out and "log evidence" in out
+
+
+def test_uncentred_features_give_the_exact_evidence():
+    # Features around 100 make the posterior of (weights, intercept) a thin
+    # ridge; a preconditioner shrunk toward its diagonal diverged here. Over
+    # random_state 0-2 the errors were -0.25, -0.27, -0.01 nats.
+    rng = np.random.default_rng(0)
+    X = rng.normal(100.0, 1.0, size=(2000, 3))
+    y = X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=2000)
+    reg = EvidenceLinearRegression(random_state=0).fit(X, y)
+    assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 1.0

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-__all__ = ["sghmc", "covariance_preconditioner", "isotropic_preconditioner"]
+__all__ = ["sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner"]
 
 
 def sghmc(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, generator):
@@ -44,20 +44,29 @@ def _gaussian(M, d, generator, like):
     return torch.randn(M, d, generator=generator, dtype=like.dtype, device=like.device)
 
 
-def covariance_preconditioner(theta, W, shrinkage=0.1):
+def covariance_preconditioner(theta, W, shrinkage=0.0):
     """Cholesky factor of the weighted particle covariance, ``[d, d]``.
 
-    ``W`` are normalised weights ``[M]``. The covariance is shrunk toward
-    its diagonal so that it stays well conditioned when ``M`` is not much
-    larger than ``d`` or after resampling has duplicated particles.
+    ``W`` are normalised weights ``[M]``. ``shrinkage`` mixes in the diagonal
+    (for clouds of fewer particles than about ``2 d``, whose covariance is
+    rank deficient); a jitter on the diagonal, grown until the factorisation
+    succeeds, keeps it defined for a degenerate cloud.
     """
     mean = W @ theta
     centred = theta - mean
     cov = (centred * W[:, None]).T @ centred
     diag = torch.diagonal(cov)
-    floor = 1e-12 * diag.mean().clamp_min(1e-300)
-    cov = (1.0 - shrinkage) * cov + torch.diag(shrinkage * diag + floor)
-    return torch.linalg.cholesky(cov)
+    cov = (1.0 - shrinkage) * cov + torch.diag(shrinkage * diag)
+    eye = torch.eye(cov.shape[0], dtype=cov.dtype, device=cov.device)
+    scale = diag.mean().clamp_min(1e-300)
+    for jitter in (1e-12, 1e-9, 1e-6, 1e-3):
+        chol, info = torch.linalg.cholesky_ex(cov + jitter * scale * eye)
+        if int(info) == 0 and torch.isfinite(chol).all():
+            return chol
+    raise FloatingPointError(
+        "the particles' covariance is not positive definite (the particles "
+        "have collapsed or diverged); reduce learning_rate or increase n_particles"
+    )
 
 
 def isotropic_preconditioner(d, n_eff, like):
@@ -92,3 +101,42 @@ def baoab(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
         g = grad_log_density(theta)
         v = v + half * (g @ P)
     return theta
+
+
+def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, generator):
+    """``n_steps`` of generalised HMC (Horowitz 1991): the dynamics of :func:`baoab`, made exact.
+
+    ``log_density_and_grad(theta)`` returns the target's log density ``[M]``
+    and its gradient ``[M, d]``, both exact. Every step refreshes a part
+    ``momentum_decay`` of the momentum, takes one leapfrog step of length
+    ``sqrt(step_size)`` in the coordinates ``L^{-1} theta`` and accepts it
+    with the Metropolis-Hastings probability; a rejection keeps the position
+    and reverses the momentum. The target is invariant at any step size, a
+    step that would diverge is rejected, and the persistent momentum moves
+    the particles much further per gradient than Langevin proposals do.
+    Returns the new particles and the mean acceptance rate.
+    """
+    M, d = theta.shape
+    eps = math.sqrt(step_size)
+    keep = 1.0 - momentum_decay
+    refresh = math.sqrt(1.0 - keep**2)
+    log_p, g = log_density_and_grad(theta)
+    p = _gaussian(M, d, generator, theta)
+    n_accepted = torch.zeros((), dtype=theta.dtype, device=theta.device)
+    for _ in range(n_steps):
+        p = keep * p + refresh * _gaussian(M, d, generator, theta)
+        p_half = p + 0.5 * eps * (g @ chol)  # the gradient in L^{-1} theta coordinates
+        proposal = theta + eps * (p_half @ chol.T)
+        log_p_new, g_new = log_density_and_grad(proposal)
+        p_new = p_half + 0.5 * eps * (g_new @ chol)
+        log_ratio = log_p_new - log_p - 0.5 * (p_new**2).sum(1) + 0.5 * (p**2).sum(1)
+        log_ratio = torch.nan_to_num(log_ratio, nan=-math.inf)
+        log_u = torch.log(torch.rand(M, generator=generator, dtype=theta.dtype,
+                                     device=theta.device))
+        accept = log_u < log_ratio
+        theta = torch.where(accept[:, None], proposal, theta)
+        log_p = torch.where(accept, log_p_new, log_p)
+        g = torch.where(accept[:, None], g_new, g)
+        p = torch.where(accept[:, None], p_new, -p)
+        n_accepted = n_accepted + accept.to(theta.dtype).mean()
+    return theta, float(n_accepted) / max(n_steps, 1)

@@ -10,7 +10,8 @@ an adaptive tempering path ``p(C | theta)^lam``, ``0 = lam_0 < ... = 1``:
    this step's share of ``log Z``);
 2. **resample** when the weights have degenerated;
 3. **move** the particles with SGHMC on the tempered posterior, whose
-   past-data term is a control-variate mini-batch estimate.
+   past-data term is a control-variate mini-batch estimate (while the data
+   are few, Metropolis-adjusted moves on the exact posterior).
 
 Afterwards the chunk joins the data store. The cost of a chunk depends on
 the chunk and on the mini-batch size, not on how much data came before.
@@ -25,7 +26,7 @@ import torch
 from ..models.base import batch_size_of, take
 from .annealing import ess, log_normalize, next_increment
 from .control_variates import ControlVariate
-from .kernels import baoab, covariance_preconditioner, isotropic_preconditioner, sghmc
+from .kernels import baoab, covariance_preconditioner, ghmc, isotropic_preconditioner, sghmc
 from .reservoir import Reservoir
 from .resampling import systematic_resample
 
@@ -35,6 +36,10 @@ __all__ = [
 ]
 
 TRACE_FIELDS = ("n_seen", "log_evidence", "n_annealing_steps", "ess")
+
+# Target acceptance rate of the warm-up's generalised HMC: a rejection
+# reverses the momentum, so a high rate keeps the trajectories going.
+EXACT_ACCEPTANCE = 0.8
 
 
 @dataclass(frozen=True)
@@ -53,12 +58,20 @@ class SGAISConfig:
     control_variate: str | None = "shared"
     cv_refresh_factor: float = 2.0
     warmup_size: int = 1000
-    warmup_factor: int = 4
+    # Moves per annealing step are n_burnin * warmup_factor below warmup_size.
+    warmup_factor: int = 2
     integrator: str = "baoab"
-    # Weight of the diagonal in the covariance preconditioner (see
-    # kernels.covariance_preconditioner); models whose posterior is strongly
-    # correlated in their own coordinates need 0.
-    precondition_shrinkage: float = 0.1
+    # Weight of the diagonal mixed into the covariance preconditioner. Any
+    # positive weight leaks the wide marginal scales of a correlated posterior
+    # (uncentred features, the redundant softmax parameterisation) into its
+    # narrow directions and the sampler diverges there; it only helps when
+    # n_particles is not much larger than the number of parameters.
+    precondition_shrinkage: float = 0.0
+    # Metropolis-adjusted moves on the exact tempered posterior while
+    # n_seen < warmup_size and the store holds every observation (see
+    # exact_move): few data give the least Gaussian posteriors, where a
+    # step size that suits the particles' covariance can still diverge.
+    exact_warmup: bool = True
 
 
 @dataclass
@@ -73,6 +86,7 @@ class SGAISState:
     n_seen: int = 0
     log_evidence: float = 0.0
     n_diverged: int = 0
+    exact_step_size: float = 0.5  # of the Metropolis-adjusted warmup moves, adapted
     trace: list = field(default_factory=list)
 
     @property
@@ -225,7 +239,13 @@ def _n_moves(state, config):
 
 
 def sghmc_move(model, state, config, chunk, lam):
-    """SGHMC on the tempered posterior ``p(C|theta)^lam p(past|theta) p(theta)``."""
+    """SGHMC on the tempered posterior ``p(C|theta)^lam p(past|theta) p(theta)``.
+
+    During the warm-up (see ``SGAISConfig.exact_warmup``) the move is
+    :func:`exact_move` instead.
+    """
+    if _in_exact_warmup(state, config):
+        return exact_move(model, state, config, chunk, lam)
     n_past = state.n_seen
     minibatch_size = config.batch_size
     generator = state.generator
@@ -242,29 +262,74 @@ def sghmc_move(model, state, config, chunk, lam):
         return g + (n_past / minibatch_size) * model.grad_log_likelihood(theta, minibatch)
 
     kernel = baoab if config.integrator == "baoab" else sghmc
-    if config.precondition == "model":
-        return _move_in_model_scale(model, state, config, chunk, lam, kernel, grad_log_density)
-    chol = _preconditioner(state, config, chunk, lam)
-    return kernel(state.theta, grad_log_density, _n_moves(state, config),
-                 config.learning_rate, config.momentum_decay, chol, generator)
+
+    def run(theta, grad, chol):
+        return kernel(theta, grad, _n_moves(state, config), config.learning_rate,
+                      config.momentum_decay, chol, generator)
+
+    return _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                          grad_log_density)
 
 
-def _move_in_model_scale(model, state, config, chunk, lam, kernel, grad_log_density):
-    """The kernel in coordinates ``theta / s``, ``s = model.posterior_scale``.
+def _in_exact_warmup(state, config):
+    return (config.exact_warmup and state.n_seen < config.warmup_size
+            and state.reservoir.size == state.n_seen)
 
-    A per-particle diagonal preconditioner ``diag(s_i^2)``: particles in
-    different modes of a multimodal posterior (label switching) each move
-    on their own scale, which one covariance across the cloud cannot give.
-    ``s`` is computed once per move and held fixed during its steps.
+
+def exact_move(model, state, config, chunk, lam):
+    """Metropolis-adjusted moves (:func:`ghmc`) on the exact tempered posterior.
+
+    The log density sums the likelihood of every stored observation, so
+    this is for small ``n`` only (the warm-up). Its step size adapts from
+    move to move toward an acceptance rate of EXACT_ACCEPTANCE.
     """
+    store = state.reservoir.data() if state.n_seen > 0 else None
+
+    def log_density_and_grad(theta):
+        log_p = model.log_prior(theta) + lam * model.log_likelihood(theta, chunk).sum(1)
+        g = model.grad_log_prior(theta) + lam * model.grad_log_likelihood(theta, chunk)
+        if store is not None:
+            log_p = log_p + model.log_likelihood(theta, store).sum(1)
+            g = g + model.grad_log_likelihood(theta, store)
+        return log_p, g
+
+    def run(theta, log_density_and_grad, chol):
+        theta, acceptance = ghmc(theta, log_density_and_grad, _n_moves(state, config),
+                                 state.exact_step_size, config.momentum_decay, chol,
+                                 state.generator)
+        step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
+        state.exact_step_size = min(max(step, 1e-4), 4.0)
+        return theta
+
+    return _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                          log_density_and_grad, with_log_density=True)
+
+
+def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
+                                   with_log_density=False):
+    """``run(theta, target, chol)`` with the preconditioner of ``config``.
+
+    With ``precondition="model"`` the kernel runs in the coordinates
+    ``theta / s``, ``s = model.posterior_scale``: a per-particle diagonal
+    preconditioner ``diag(s_i^2)``. Particles in different modes of a
+    multimodal posterior (label switching) then each move on their own
+    scale, which one covariance across the cloud cannot give. ``s`` is
+    computed once per move and held fixed during its steps.
+    """
+    if config.precondition != "model":
+        return run(state.theta, target, _preconditioner(state, config, chunk, lam))
     n_eff = state.n_seen + lam * batch_size_of(chunk)
     scale = model.posterior_scale(state.theta, n_eff)
     d = state.theta.shape[1]
     eye = torch.eye(d, dtype=state.theta.dtype, device=state.theta.device)
-    z = kernel(state.theta / scale, lambda z: grad_log_density(z * scale) * scale,
-               _n_moves(state, config), config.learning_rate, config.momentum_decay, eye,
-               state.generator)
-    return z * scale
+    if with_log_density:
+        def scaled(z):
+            log_p, g = target(z * scale)
+            return log_p, g * scale
+    else:
+        def scaled(z):
+            return target(z * scale) * scale
+    return run(state.theta / scale, scaled, eye) * scale
 
 
 @dataclass
@@ -277,6 +342,7 @@ class Checkpoint:
     n_seen: int
     log_evidence: float
     n_diverged: int
+    exact_step_size: float
     trace_len: int
     reservoir: tuple
     cv: tuple | None
@@ -295,7 +361,8 @@ def checkpoint(state):
     if state.cv is not None:
         cv = (state.cv.theta_ref, state.cv.grad_sum.clone(), state.cv.n_at_refresh)
     return Checkpoint(state.theta, state.log_W.copy(), state.generator.get_state(),
-                      state.n_seen, state.log_evidence, state.n_diverged, len(state.trace),
+                      state.n_seen, state.log_evidence, state.n_diverged,
+                      state.exact_step_size, len(state.trace),
                       (res.n_seen, res.size, buffers), cv)
 
 
@@ -304,7 +371,7 @@ def rollback(state, ckpt):
     state.theta, state.log_W = ckpt.theta, ckpt.log_W
     state.generator.set_state(ckpt.generator_state)
     state.n_seen, state.log_evidence = ckpt.n_seen, ckpt.log_evidence
-    state.n_diverged = ckpt.n_diverged
+    state.n_diverged, state.exact_step_size = ckpt.n_diverged, ckpt.exact_step_size
     del state.trace[ckpt.trace_len:]
     state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
     if ckpt.cv is not None:
