@@ -17,9 +17,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .inference import sgais
 
-__all__ = ["BaseEvidenceEstimator", "SHARED_PARAMS_DOC"]
+__all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+# How the first 1000 observations are absorbed, per estimator (the {warmup}
+# field of SHARED_PARAMS_DOC).
+EXACT_WARMUP_DOC = """While
+        fewer than 1000 observations have been seen the moves are instead
+        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps on the
+        exact tempered posterior (cheap while the data are few): small data
+        sets give the least Gaussian posteriors (separable classes,
+        uncentred features), where unadjusted steps can diverge."""
 
 SHARED_PARAMS_DOC = """\
     n_particles : int, default=128
@@ -31,12 +40,7 @@ SHARED_PARAMS_DOC = """\
         Size of the chunks the data are added in, and of the mini-batches
         drawn from past data (the paper's 500).
     n_burnin : int, default=20
-        SGHMC steps after every annealing step (the paper's 20). While
-        fewer than 1000 observations have been seen the moves are instead
-        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps on the exact
-        tempered posterior (cheap while the data are few): small data sets
-        give the least Gaussian posteriors (separable classes, uncentred
-        features), where unadjusted steps can diverge.
+        SGHMC steps after every annealing step (the paper's 20). {warmup}
     learning_rate : float, default={learning_rate}
         SGHMC step size. With ``precondition='covariance'`` (the default)
         the step is ``learning_rate`` times the particles' covariance, so it

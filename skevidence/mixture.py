@@ -13,6 +13,11 @@ from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
 
+# The unadjusted warm-up measured best on mixtures (see EvidenceGMM Notes).
+GMM_WARMUP_DOC = """Four times
+        as many are taken while fewer than 1000 observations have been
+        seen, when the posterior is broad and changes fast."""
+
 
 class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     __doc__ = f"""Bayesian Gaussian mixture (diagonal covariances) with its log evidence, by SGAIS.
@@ -75,7 +80,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         Prior mean of every component mean.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
-{SHARED_PARAMS_DOC.format(learning_rate=0.007)}
+{SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=GMM_WARMUP_DOC)}
 
     Attributes
     ----------

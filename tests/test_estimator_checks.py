@@ -79,13 +79,15 @@ def test_clone_and_params(make):
     assert est.get_params(deep=False) == params  # the original is untouched
 
 
-@pytest.mark.parametrize("make", [linreg, averager, search])
+@pytest.mark.parametrize("make", [linreg, logreg, gmm, averager, search])
 def test_random_state_determines_results(make, data):
     X, y = data
-    a, b = make().fit(X, y), make().fit(X, y)
+    a, b = make().fit(X, *_targets(make, y)), make().fit(X, *_targets(make, y))
     assert a.__class__ is b.__class__
-    np.testing.assert_array_equal(a.predict(X), b.predict(X))
-    evidence = {linreg: "log_evidence_", averager: "log_evidences_", search: "best_log_evidence_"}
+    for out_a, out_b in zip(_outputs(a, X), _outputs(b, X)):
+        np.testing.assert_array_equal(out_a, out_b)
+    evidence = {linreg: "log_evidence_", logreg: "log_evidence_", gmm: "log_evidence_",
+                averager: "log_evidences_", search: "best_log_evidence_"}
     np.testing.assert_array_equal(getattr(a, evidence[make]), getattr(b, evidence[make]))
 
 
@@ -95,11 +97,27 @@ def test_different_random_state_changes_results(data):
     assert a.log_evidence_ != b.log_evidence_
 
 
-def test_pickled_partial_fit_resumes_exactly(data):
+def _targets(make, y):
+    """What ``make()``'s fit takes besides X: labels, nothing, or y."""
+    if make is logreg:
+        return ((y > np.median(y)).astype(int),)
+    return () if make is gmm else (y,)
+
+
+@pytest.mark.parametrize("make", [linreg, logreg, gmm])
+def test_pickled_partial_fit_resumes_exactly(make, data):
     X, y = data
-    uninterrupted = linreg().partial_fit(X[:80], y[:80]).partial_fit(X[80:], y[80:])
-    first = linreg().partial_fit(X[:80], y[:80])
-    resumed = pickle.loads(pickle.dumps(first)).partial_fit(X[80:], y[80:])
+    targets = _targets(make, y)
+    first_kw = {"classes": [0, 1]} if make is logreg else {}
+
+    def head(est):
+        return est.partial_fit(X[:80], *(t[:80] for t in targets), **first_kw)
+
+    def tail(est):
+        return est.partial_fit(X[80:], *(t[80:] for t in targets))
+
+    uninterrupted = tail(head(make()))
+    resumed = tail(pickle.loads(pickle.dumps(head(make()))))
     assert resumed.log_evidence_ == uninterrupted.log_evidence_
     np.testing.assert_array_equal(resumed.particles_, uninterrupted.particles_)
     np.testing.assert_array_equal(resumed.predict(X), uninterrupted.predict(X))
@@ -136,13 +154,20 @@ def _contains_tensor(value):
     return False
 
 
-@pytest.mark.parametrize("make", [linreg, averager, search])
+def _outputs(est, X):
+    """Every prediction-like output of a fitted estimator."""
+    if hasattr(est, "score_samples"):
+        return [est.predict(X), est.predict_proba(X), est.score_samples(X), est.score(X)]
+    if hasattr(est, "predict_proba"):
+        return [est.predict(X), est.predict_proba(X), est.predict_log_proba(X)]
+    return [est.predict(X), *est.predict(X, return_std=True)]
+
+
+@pytest.mark.parametrize("make", [linreg, logreg, gmm, averager, search])
 def test_numpy_outputs_only(make, data):
     X, y = data
-    est = make().fit(X, y)
-    outputs = [est.predict(X), *est.predict(X, return_std=True), est.score(X, y)]
+    est = make().fit(X, *_targets(make, y))
     for name, value in _public_values(est):
         assert not _contains_tensor(value), name
-    for out in outputs:
+    for out in _outputs(est, X):
         assert isinstance(out, (np.ndarray, float)), type(out)
-    assert isinstance(est.predict(X), np.ndarray) and est.predict(X).dtype == np.float64
