@@ -86,7 +86,8 @@ def main():
                     f"{late / early:>5.2f}")
             if args.dynesty:
                 logz, logzerr, dyn_s = run_dynesty(X, y, seed=seed)
-                line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {dyn_s / seconds.sum():>7.1f}"
+                speedup = dyn_s / seconds.sum()
+                line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {speedup:>7.1f}"
             print(line, flush=True)
     print()
     for N, errs in errors.items():

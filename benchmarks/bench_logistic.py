@@ -82,7 +82,8 @@ def importance_sampling(X, y, n_classes, n_samples=200_000, n_batches=20, nu=10.
         scale = torch.sqrt(nu / chi2.sample((z.shape[0],)))
         draws = theta + (z * scale[:, None]) @ chol.T
         log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * math.log(nu * math.pi)
-                 - log_det_half - (nu + d) / 2 * torch.log1p((z * scale[:, None]).square().sum(1) / nu))
+                 - log_det_half
+                 - (nu + d) / 2 * torch.log1p((z * scale[:, None]).square().sum(1) / nu))
         log_w.append(log_post(draws) - log_q)
     per_batch = torch.stack([torch.logsumexp(w, 0) - math.log(w.shape[0]) for w in log_w])
     all_w = torch.cat(log_w)

@@ -24,7 +24,8 @@ def main():
     candidates = {
         "2 features (true)": (EvidenceLinearRegression(random_state=0), [0, 1]),
         "5 features": (EvidenceLinearRegression(random_state=0), [0, 1, 2, 3, 4]),
-        "2 features, noise_std=2": (EvidenceLinearRegression(noise_std=2.0, random_state=0), [0, 1]),
+        "2 features, noise_std=2": (
+            EvidenceLinearRegression(noise_std=2.0, random_state=0), [0, 1]),
         "1 feature": (EvidenceLinearRegression(random_state=0), [0]),
     }
     print(f"Linear regression, {X.shape[0]} observations, 5 features of which 2 matter\n")

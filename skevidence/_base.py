@@ -89,6 +89,16 @@ class BaseEvidenceEstimator(BaseEstimator):
     # Engine settings that are per model rather than per user.
     _engine_defaults = {}
 
+    def _check_finite_params(self, *names, positive=True):
+        """``ValueError`` unless every named parameter is a finite (positive) real."""
+        for name in names:
+            value = getattr(self, name)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            ok = ok and np.isfinite(value) and (value > 0 or not positive)
+            if not ok:
+                kind = "positive finite" if positive else "finite"
+                raise ValueError(f"{name} must be a {kind} number, got {value!r}")
+
     def _check_params(self):
         def positive_int(name):
             value = getattr(self, name)

@@ -141,10 +141,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     def _check_params(self):
         super()._check_params()
-        for name in ("prior_std", "noise_std"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        self._check_finite_params("prior_std", "noise_std")
 
     def _make_model(self, X, y):
         return LinearRegressionModel(X.shape[1], self.fit_intercept, self.prior_std, self.noise_std)
@@ -391,9 +388,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
 
     def _check_params(self):
         super()._check_params()
-        value = self.prior_std
-        if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
-            raise ValueError(f"prior_std must be a positive finite number, got {value!r}")
+        self._check_finite_params("prior_std")
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,

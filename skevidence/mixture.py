@@ -183,16 +183,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         k = self.n_components
         if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(f"n_components must be a positive integer, got {k!r}")
-        for name in ("weight_concentration", "variance_shape", "variance_scale",
-                     "mean_variance_factor"):
-            value = getattr(self, name)
-            if not (isinstance(value, numbers.Real) and not isinstance(value, bool)
-                    and np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        value = self.mean_prior
-        if not (isinstance(value, numbers.Real) and not isinstance(value, bool)
-                and np.isfinite(value)):
-            raise ValueError(f"mean_prior must be a finite number, got {value!r}")
+        self._check_finite_params("weight_concentration", "variance_shape", "variance_scale",
+                                  "mean_variance_factor")
+        self._check_finite_params("mean_prior", positive=False)
 
     def _make_model(self, X, y=None):
         return GaussianMixtureModel(

@@ -61,7 +61,8 @@ def test_regressor_in_pipeline(regression_data):
     mean, std = model.predict(X[:5], return_std=True)
     outs = [est.predict(Xs, return_std=True) for est in bma.estimators_]
     expected_mean = sum(w * m for w, (m, _) in zip(bma.weights_, outs))
-    expected_var = sum(w * (s**2 + m**2) for w, (m, s) in zip(bma.weights_, outs)) - expected_mean**2
+    second_moment = sum(w * (s**2 + m**2) for w, (m, s) in zip(bma.weights_, outs))
+    expected_var = second_moment - expected_mean**2
     np.testing.assert_allclose(mean, expected_mean, atol=1e-12)
     np.testing.assert_allclose(std, np.sqrt(expected_var), rtol=1e-9)
     np.testing.assert_allclose(model.predict(X[:5]), mean, atol=1e-12)

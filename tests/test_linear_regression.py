@@ -166,7 +166,8 @@ def test_engine_failure_during_partial_fit_rolls_back(monkeypatch):
     monkeypatch.undo()
     # Resuming after the rollback gives the numbers of an uninterrupted run.
     reg.partial_fit(X[1000:], y[1000:])
-    ref = EvidenceLinearRegression(random_state=0).fit(X[:1000], y[:1000]).partial_fit(X[1000:], y[1000:])
+    ref = EvidenceLinearRegression(random_state=0).fit(X[:1000], y[:1000])
+    ref.partial_fit(X[1000:], y[1000:])
     assert reg.log_evidence_ == ref.log_evidence_
 
 
