@@ -305,3 +305,15 @@ def test_bad_parameters_raise_value_error():
         EvidenceLogisticRegression(prior_std=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="n_particles"):
         EvidenceLogisticRegression(n_particles=0).fit(X, y)
+
+
+def test_fused_log_likelihood_and_grad_match_the_separate_methods():
+    model = LogisticRegressionModel(3, 4)
+    g = torch.Generator().manual_seed(0)
+    theta = 3.0 * torch.randn(5, model.n_params, generator=g, dtype=torch.float64)
+    X = torch.randn(40, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(4, (40,), generator=g)
+    log_lik, grad = model.log_likelihood_and_grad(theta, (X, y))
+    expected_log_lik, expected_grad = Model.log_likelihood_and_grad(model, theta, (X, y))
+    torch.testing.assert_close(log_lik, expected_log_lik, rtol=1e-12, atol=1e-10)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-12, atol=1e-10)

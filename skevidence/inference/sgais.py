@@ -286,11 +286,12 @@ def exact_move(model, state, config, chunk, lam):
     store = state.reservoir.data() if state.n_seen > 0 else None
 
     def log_density_and_grad(theta):
-        log_p = model.log_prior(theta) + lam * model.log_likelihood(theta, chunk).sum(1)
-        g = model.grad_log_prior(theta) + lam * model.grad_log_likelihood(theta, chunk)
+        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk)
+        log_p = model.log_prior(theta) + lam * log_lik
+        g = model.grad_log_prior(theta) + lam * g_lik
         if store is not None:
-            log_p = log_p + model.log_likelihood(theta, store).sum(1)
-            g = g + model.grad_log_likelihood(theta, store)
+            log_lik, g_lik = model.log_likelihood_and_grad(theta, store)
+            log_p, g = log_p + log_lik, g + g_lik
         return log_p, g
 
     def run(theta, log_density_and_grad, chol):

@@ -67,6 +67,15 @@ class Model:
             (grad,) = torch.autograd.grad(total, theta)
         return grad
 
+    def log_likelihood_and_grad(self, theta, batch):
+        """Summed log-likelihood of the batch, ``[M]``, and its gradient, ``[M, d]``.
+
+        The engine's exact (Metropolis-adjusted) moves need both; models
+        whose two computations share most of their work override this to
+        do it once.
+        """
+        return self.log_likelihood(theta, batch).sum(1), self.grad_log_likelihood(theta, batch)
+
     def posterior_scale(self, theta, n_eff):
         """Approximate posterior standard deviation of every coordinate, ``[M, d]``.
 

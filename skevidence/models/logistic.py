@@ -99,9 +99,21 @@ class LogisticRegressionModel(Model):
     def grad_log_likelihood(self, theta, batch):
         """``sum_n (onehot(y_n) - p_n) [x_n, 1]^T`` per particle, ``[M, d]``."""
         X, y = batch
-        scores = self._scores(theta, X)
+        resid = -torch.softmax(self._scores(theta, X), dim=1)  # [M, K, B]
+        return self._grad_from_residuals(resid, X, y)
+
+    def log_likelihood_and_grad(self, theta, batch):
+        """Both from one product ``W X^T``: the scores are the costly part."""
+        X, y = batch
+        scores = self._scores(theta, X)  # [M, K, B]
         M, B = scores.shape[0], scores.shape[2]
-        resid = -torch.softmax(scores, dim=1)  # [M, K, B]
+        picked = scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)
+        log_likelihood = (picked - _logsumexp_classes(scores)).sum(1)
+        return log_likelihood, self._grad_from_residuals(-torch.softmax(scores, dim=1), X, y)
+
+    def _grad_from_residuals(self, resid, X, y):
+        """Add the one-hot labels to ``-p`` (in place) and contract with ``[x, 1]``."""
+        M, B = resid.shape[0], resid.shape[2]
         resid.scatter_add_(1, y.reshape(1, 1, B).expand(M, 1, B),
                            resid.new_ones(M, 1, B))
         # [M K, B] x [B, p]: the weight gradients of all particles in one product.
