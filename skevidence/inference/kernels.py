@@ -1,4 +1,4 @@
-"""SGHMC transition kernel and its preconditioners, vectorised over particles.
+"""Transition kernels (SGHMC, BAOAB, generalised HMC) and preconditioners, batched over particles.
 
 The kernel integrates the Langevin dynamics of paper eq. (3) with a
 preconditioner ``P = L L^T``::
