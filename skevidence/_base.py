@@ -148,7 +148,10 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _as_tensor(self, a, dtype=None):
         dtype = self._torch_dtype if dtype is None else dtype
-        return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=self.device)
+        a = np.ascontiguousarray(a)
+        if not a.flags.writeable:  # torch cannot share read-only memory (e.g. a memmap)
+            a = a.copy()
+        return torch.as_tensor(a, dtype=dtype, device=self.device)
 
     def _make_generator(self):
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)

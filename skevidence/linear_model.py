@@ -217,7 +217,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             Only when ``return_std`` is True.
         """
         X = self._check_fitted_input(X)
-        Xt = torch.as_tensor(X, dtype=torch.float64, device=self.device)
+        Xt = self._as_tensor(X, torch.float64)
         means = self._model.mean(self._particles_tensor(), Xt)  # [M, B]
         W = self._weights_tensor()
         mean = W @ means
@@ -499,7 +499,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
             Columns follow ``classes_``.
         """
         X = self._check_fitted_input(X)
-        Xt = torch.as_tensor(X, dtype=torch.float64, device=self.device)
+        Xt = self._as_tensor(X, torch.float64)
         log_p = self._model.predict_log_proba(self._particles_tensor(), Xt)  # [M, B, K]
         with np.errstate(divide="ignore"):
             log_w = torch.as_tensor(np.log(self.particle_weights_), device=self.device)

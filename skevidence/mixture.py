@@ -252,7 +252,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     def _data_tensor(self, X):
         X = self._check_fitted_input(X)
-        return torch.as_tensor(X, dtype=torch.float64, device=self.device)
+        return self._as_tensor(X, torch.float64)
 
     def score_samples(self, X):
         """Log posterior-predictive density of every sample.
