@@ -330,7 +330,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     With the Metropolis-adjusted warm-up of the shared defaults (which
     also keeps the separable classes of scikit-learn's checks from
     diverging) the errors are -0.04, +0.28, -0.49 nats at N = 1000 and
-    -0.50, -0.09, -0.86 at N = 10_000 (sampler seeds 0-2; 18-30 s on one
+    -0.50, -0.09, -0.86 at N = 10_000 (sampler seeds 0-2; 9-30 s on one
     core, nearly all of it in the first chunk, whose 56 annealing steps
     take the prior to the posterior of 500 observations); Langevin
     proposals instead of generalised HMC, or half the warm-up moves, left
