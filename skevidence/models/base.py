@@ -11,9 +11,11 @@ Only :meth:`Model.sample_prior`, :meth:`Model.log_prior` and
 autograd and a model overrides them where a closed form is faster.
 """
 
+import math
+
 import torch
 
-__all__ = ["Model", "batch_size_of", "take"]
+__all__ = ["GaussianPriorModel", "Model", "batch_size_of", "take"]
 
 
 def batch_size_of(batch):
@@ -91,3 +93,24 @@ class Model:
         raise NotImplementedError(
             f"{type(self).__name__} has no closed-form evidence"
         )
+
+
+class GaussianPriorModel(Model):
+    """A model whose ``n_params`` parameters are i.i.d. ``N(0, prior_std^2)`` a priori.
+
+    Subclasses set ``n_params`` and ``prior_std`` and implement the likelihood.
+    """
+
+    prior_std: float
+
+    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        eps = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
+        return self.prior_std * eps
+
+    def log_prior(self, theta):
+        var = self.prior_std**2
+        return -0.5 * (theta.square().sum(1) / var
+                       + self.n_params * (math.log(2.0 * math.pi) + math.log(var)))
+
+    def grad_log_prior(self, theta):
+        return -theta / self.prior_std**2

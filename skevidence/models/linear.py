@@ -4,14 +4,14 @@ import math
 
 import torch
 
-from .base import Model
-
-__all__ = ["LinearRegressionModel"]
+from .base import GaussianPriorModel
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
+__all__ = ["LinearRegressionModel"]
 
-class LinearRegressionModel(Model):
+
+class LinearRegressionModel(GaussianPriorModel):
     """``y = x @ w + b + eps``, ``eps ~ N(0, noise_std^2)``, ``w, b ~ N(0, prior_std^2)``.
 
     ``theta = [w (n_features), b]``; without an intercept ``theta = w``.
@@ -39,17 +39,6 @@ class LinearRegressionModel(Model):
         if not self.fit_intercept:
             return X
         return torch.cat([X, X.new_ones(X.shape[0], 1)], dim=1)
-
-    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
-        eps = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
-        return self.prior_std * eps
-
-    def log_prior(self, theta):
-        var = self.prior_std**2
-        return -0.5 * (theta.square().sum(1) / var + self.n_params * (_LOG_2PI + math.log(var)))
-
-    def grad_log_prior(self, theta):
-        return -theta / self.prior_std**2
 
     def mean(self, theta, X):
         """Predictive mean of every particle, ``[M, B]``."""

@@ -1,17 +1,13 @@
 """Multinomial (softmax) logistic regression (paper, Appendix B.2)."""
 
-import math
-
 import torch
 
-from .base import Model
+from .base import GaussianPriorModel
 
 __all__ = ["LogisticRegressionModel"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
 
-
-class LogisticRegressionModel(Model):
+class LogisticRegressionModel(GaussianPriorModel):
     """``p(y = k | x) = softmax_k(W x + b)`` with ``W, b ~ N(0, prior_std^2)`` iid.
 
     Every class ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``,
@@ -77,17 +73,6 @@ class LogisticRegressionModel(Model):
     def predict_log_proba(self, theta, X):
         """Log class probabilities of every particle, ``[M, B, K]``."""
         return torch.log_softmax(self._scores(theta, X), dim=1).transpose(1, 2)
-
-    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
-        eps = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
-        return self.prior_std * eps
-
-    def log_prior(self, theta):
-        var = self.prior_std**2
-        return -0.5 * (theta.square().sum(1) / var + self.n_params * (_LOG_2PI + math.log(var)))
-
-    def grad_log_prior(self, theta):
-        return -theta / self.prior_std**2
 
     def log_likelihood(self, theta, batch):
         X, y = batch
