@@ -69,7 +69,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     (worst -3.7): particle clouds that never find the data's smallest
     component (weight 0.008, inside the heaviest) fall behind, and at
     N = 1e5 runs spread over about 20 nats for that reason
-    (``benchmarks/bench_gmm.py``).
+    (``benchmarks/bench_gmm.py``). The reference is itself uncertain by a
+    few nats: tempered SMC from t's at the posterior modes that EM finds
+    (``bench_gmm.py --smc``), which misses modes no EM start reaches and
+    so errs low, gives -44100.8 at N = 1e4 and -4496.3 at N = 1e3, below
+    both dynesty and these runs.
 
     Parameters
     ----------
