@@ -338,8 +338,8 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     biased high here: -624.22 +- 0.40 at N = 1000 and -5655.61 +- 0.52 at
     N = 10_000, 5 and 8.6 nats above the importance-sampling values;
     with three and nine times the slice moves per live point it gives
-    -627.88 and -629.16 at N = 1000, 1.5 and 0.23 nats above. At N = 1e5 the errors are -2.56, -1.13,
-    -2.58 nats (34-52 s).
+    -627.88 and -629.16 at N = 1000, 1.5 and 0.23 nats above. At
+    N = 1e5 the errors are -2.56, -1.13, -2.58 nats (34-52 s).
 
     Examples
     --------
