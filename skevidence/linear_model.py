@@ -14,26 +14,62 @@ from .models import LinearRegressionModel, LogisticRegressionModel
 __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
 
 
+# Default scale of the noise prior, as a fraction of the spread of y over the
+# first chunk: InvGamma(1, s^2) with s = 0.1 sd(y) puts 99% of the prior mass
+# of sigma^2 below var(y) and reaches noise variances of 1e-3 var(y) (R^2 of
+# 0.999) within a few nats of its mode.
+_NOISE_PRIOR_FRACTION = 0.1
+
+
 class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     __doc__ = f"""Bayesian linear regression with its log evidence, fitted online by SGAIS.
 
-    The model is ``y = X @ coef + intercept + eps`` with known noise
-    ``eps ~ N(0, noise_std^2)`` and independent ``N(0, prior_std^2)`` priors
-    on every coefficient and the intercept (Cameron & Dyer 2019,
-    Appendix B.1). ``fit`` starts over; ``partial_fit`` conditions the
-    current posterior on more data, at a cost per batch that does not grow
-    with the data already seen. The evidence has a closed form,
-    :meth:`exact_log_evidence`, which makes this estimator the reference
-    point of the library's accuracy.
+    The model is ``y = X @ coef + intercept + eps``, ``eps ~ N(0, sigma^2)``,
+    with the conjugate (Normal-Inverse-Gamma) prior
+
+    * ``coef_j | sigma^2 ~ N(0, sigma^2 prior_std^2)``: coefficients in units
+      of the noise; on standardised features ``prior_std=1`` is the
+      unit-information prior (worth one observation);
+    * ``intercept | sigma^2 ~ N(m, sigma^2 prior_std^2)``, ``m`` the mean of
+      ``y`` over the first chunk;
+    * ``sigma^2 ~ InvGamma(1, s^2)``, ``s`` one tenth of the standard
+      deviation of ``y`` over the first chunk (``noise_std=None``, the
+      default), or ``sigma = noise_std`` known.
+
+    The first chunk is the first ``batch_size`` observations of the first
+    ``fit`` / ``partial_fit`` call; ``m`` and ``s`` are then frozen
+    (``intercept_prior_mean_``, ``noise_prior_scale_``), as
+    ``BayesianGaussianMixture`` sets its priors from the data. Hence ``y``
+    may be on any scale: ``y + c`` leaves the evidence unchanged, and
+    ``c * y`` shifts it by exactly ``-n log |c|``, the Jacobian of the change
+    of units, shared by every model fitted to the same ``y``, so Bayes
+    factors do not depend on either. ``X`` should be standardised (e.g. a
+    ``StandardScaler``): the prior is per unit of feature. The evidence has
+    a closed form, :meth:`exact_log_evidence` (a multivariate t with unknown
+    noise), the reference point of the library's accuracy. ``fit`` starts
+    over; ``partial_fit`` conditions the current posterior on more data, at
+    a cost per batch that does not grow with the data already seen.
 
     Parameters
     ----------
     fit_intercept : bool, default=True
-        Whether to fit an intercept (with the same prior as the weights).
+        Whether to fit an intercept.
     prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior on the coefficients.
-    noise_std : float, default=1.0
-        Known standard deviation of the observation noise.
+        Prior standard deviation of the coefficients and the intercept, in
+        units of the noise standard deviation.
+    noise_std : float or None, default=None
+        ``None``: the noise variance is unknown, with the inverse-gamma
+        prior above, and integrated out. A number: the known noise standard
+        deviation. ``noise_std=1.0, prior_std=1.0, intercept_prior_mean=0.0``
+        is the model of Cameron, Eggers & Kroon (2019), Appendix B.1.
+    intercept_prior_mean : float or None, default=None
+        Prior mean of the intercept; ``None`` takes the mean of ``y`` over
+        the first chunk.
+    noise_prior_scale : float or None, default=None
+        Scale ``s`` of the noise prior ``InvGamma(1, s^2)``
+        (``E[1 / sigma^2] = 1 / s^2``); ``None`` takes 0.1 times the
+        standard deviation of ``y`` over the first chunk (its root mean
+        square without an intercept). Unused with known noise.
 {SHARED_PARAMS_DOC.format(learning_rate=0.1, warmup=EXACT_WARMUP_DOC)}
 
     Attributes
@@ -47,8 +83,16 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         Posterior mean of the coefficients.
     intercept_ : float
         Posterior mean of the intercept (0 when ``fit_intercept=False``).
+    noise_variance_ : float
+        Posterior mean of the noise variance (``noise_std ** 2`` if known).
+    intercept_prior_mean_ : float
+        The intercept's prior mean in use (0 when ``fit_intercept=False``).
+    noise_prior_scale_ : float or None
+        The noise prior's scale ``s`` in use (None with known noise).
     particles_ : ndarray of shape (n_particles, n_params)
-        Posterior particles ``[coef, intercept]``.
+        Posterior particles ``[coef, intercept, log sigma^2]`` (the
+        intercept without ``fit_intercept``, ``log sigma^2`` with known
+        noise left out).
     particle_weights_ : ndarray of shape (n_particles,)
         Their normalised importance weights.
     n_features_in_ : int
@@ -58,31 +102,33 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     Notes
     -----
-    SGAIS as published (10 particles, ESS target 5 of 10, no resampling,
-    plain mini-batch gradients) is 150-190 nats off at 1e5 observations of
-    the paper's data. Switching the library's ingredients on one at a time
-    (``benchmarks/ablation_linreg.py``, 5 data seeds, median error at 1e5):
-    exact posterior draws in place of the sampler leave -19 nats with the
-    paper's particles and -0.27 with 128 particles, target 0.9 and
-    resampling (the estimator's own floor); with SGHMC instead of exact draws
-    that setting is -145 nats, control-variate gradients bring it to -0.84,
-    the covariance preconditioner with extra warm-up moves to -0.80 (and a
-    smaller spread), and the BAOAB integrator to +0.01 (range -0.56 to
-    +0.16). ``learning_rate=0.1`` is the largest step without measurable
-    bias: at 0.2 the error over 8 sampler seeds on one data set was
-    -0.66 +- 0.69 nats at 1e5, at 0.1 -0.23 +- 0.31, the spread of exact
-    draws.
+    SGAIS samples ``[coef, intercept, log sigma^2]``; every setting of the
+    engine is equivariant under ``y -> a y + c``, so the annealing path and
+    the cost do not depend on the units of ``y`` either
+    (``benchmarks/bench_real_data.py``: diabetes with raw ``y`` and
+    ``y * 1000``).
 
-    Two later changes made the sampler robust without moving these numbers
-    beyond their spread. The covariance preconditioner is no longer shrunk
-    toward its diagonal: on uncentred features (around 100) the posterior
-    is a thin ridge, the shrunk preconditioner's steps were far too long
-    across it and every particle diverged in the first chunk. And below
-    1000 observations the moves are Metropolis-adjusted (generalised HMC on
-    the exact posterior), which cannot diverge on the least Gaussian,
-    small-data posteriors. With both, ``benchmarks/bench_linreg.py --seeds
-    5`` gives median / worst errors of 0.46 / -0.66 nats at 1e4, 0.50 /
-    -1.24 at 1e5 (2.3 s) and 0.22 / -0.83 at 1e6 (14 s, 6e-7 relative).
+    On the paper's model (``noise_std=1.0, prior_std=1.0,
+    intercept_prior_mean=0.0``) SGAIS as published (10 particles, ESS
+    target 5 of 10, no resampling, plain mini-batch gradients) is 150-190
+    nats off at 1e5 observations. Switching the library's ingredients on
+    one at a time (``benchmarks/ablation_linreg.py``, 5 data seeds, median
+    error at 1e5): exact posterior draws leave -19 nats with the paper's
+    particles and -0.27 with 128 particles, target 0.9 and resampling;
+    with SGHMC instead, -145 nats, control-variate gradients -0.84, the
+    covariance preconditioner -0.80, the BAOAB integrator +0.01.
+    ``learning_rate=0.1`` is the largest step without measurable bias.
+    The preconditioner is not shrunk toward its diagonal (uncentred
+    features make the posterior a thin ridge) and below 1000 observations
+    the moves are Metropolis-adjusted. ``benchmarks/bench_linreg.py
+    --seeds 5`` gives median / worst errors of 0.46 / -0.66 nats at 1e4,
+    0.50 / -1.24 at 1e5 (2.3 s) and 0.22 / -0.83 at 1e6 (14 s).
+
+    References
+    ----------
+    Cameron, Eggers & Kroon (2019), Stochastic gradient annealed importance
+    sampling for efficient online marginal likelihood estimation, Entropy
+    21(11). Kass & Wasserman (1995), JASA 90(431) (unit-information prior).
 
     See Also
     --------
@@ -95,13 +141,16 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     >>> from skevidence import EvidenceLinearRegression
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3))
-    >>> y = X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=2000)
+    >>> y = 50.0 * (X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=2000))
     >>> reg = EvidenceLinearRegression(random_state=0).fit(X, y)
     >>> exact = reg.exact_log_evidence(X, y)
     >>> bool(abs(reg.log_evidence_ - exact) < 2.0)
     True
-    >>> reg.predict(X[:2]).shape
-    (2,)
+    >>> round(float(np.sqrt(reg.noise_variance_)))
+    50
+    >>> mean, std = reg.predict(X[:2], return_std=True)
+    >>> mean.shape, std.shape
+    ((2,), (2,))
     """
 
     def __init__(
@@ -109,7 +158,9 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         *,
         fit_intercept=True,
         prior_std=1.0,
-        noise_std=1.0,
+        noise_std=None,
+        intercept_prior_mean=None,
+        noise_prior_scale=None,
         n_particles=128,
         batch_size=500,
         n_burnin=20,
@@ -126,6 +177,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.intercept_prior_mean = intercept_prior_mean
+        self.noise_prior_scale = noise_prior_scale
         self.n_particles = n_particles
         self.batch_size = batch_size
         self.n_burnin = n_burnin
@@ -141,10 +194,38 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     def _check_params(self):
         super()._check_params()
-        self._check_finite_params("prior_std", "noise_std")
+        self._check_finite_params("prior_std")
+        if self.noise_std is not None:
+            self._check_finite_params("noise_std")
+        if self.noise_prior_scale is not None:
+            self._check_finite_params("noise_prior_scale")
+        if self.intercept_prior_mean is not None:
+            self._check_finite_params("intercept_prior_mean", positive=False)
 
-    def _make_model(self, X, y):
-        return LinearRegressionModel(X.shape[1], self.fit_intercept, self.prior_std, self.noise_std)
+    def _data_priors(self, y):
+        """``(intercept_prior_mean, noise_prior_scale)`` set from the first chunk of ``y``."""
+        y0 = np.asarray(y[: self.batch_size], dtype=np.float64)
+        mean = self.intercept_prior_mean
+        if mean is None:
+            mean = float(y0.mean()) if self.fit_intercept else 0.0
+        scale = self.noise_prior_scale
+        if self.noise_std is not None:
+            scale = None
+        elif scale is None:
+            rms = float(np.sqrt(np.mean(y0**2)))
+            spread = float(y0.std()) if self.fit_intercept else rms
+            # A constant first chunk has no spread: fall back on its size.
+            spread = spread if spread > 0 else (rms if rms > 0 else 1.0)
+            scale = _NOISE_PRIOR_FRACTION * spread
+        return float(mean), scale
+
+    def _make_model(self, X, y, priors=None):
+        mean, scale = self._data_priors(y) if priors is None else priors
+        return LinearRegressionModel(
+            X.shape[1], self.fit_intercept, self.prior_std, self.noise_std,
+            intercept_prior_mean=mean,
+            noise_prior_scale=1.0 if scale is None else scale,
+        )
 
     def _validate_training_data(self, X, y, reset):
         return validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
@@ -172,9 +253,10 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     def partial_fit(self, X, y):
         """Condition the current posterior and evidence on one more batch.
 
-        The first call starts from the prior. The result does not depend on
-        how the stream is cut into calls beyond the engine's own chunking
-        (chunks of ``batch_size`` within each call).
+        The first call starts from the prior (whose data-set hyper-parameters
+        come from its first ``batch_size`` observations). The result does not
+        depend on how the stream is cut into calls beyond the engine's own
+        chunking (chunks of ``batch_size`` within each call).
 
         Parameters
         ----------
@@ -192,11 +274,16 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     def _set_fitted_attributes(self):
         super()._set_fitted_attributes()
-        mean = self.particle_weights_ @ self.particles_
+        model = self._model
+        self.intercept_prior_mean_ = model.intercept_prior_mean
+        self.noise_prior_scale_ = model.noise_prior_scale if model.unknown_noise else None
+        mean = self.particle_weights_ @ self.particles_[:, : model.n_coef]
         if self.fit_intercept:
             self.coef_, self.intercept_ = mean[:-1], float(mean[-1])
         else:
             self.coef_, self.intercept_ = mean, 0.0
+        noise_var = model.noise_variance(self._particles_tensor()).cpu().numpy()
+        self.noise_variance_ = float(self.particle_weights_ @ noise_var)
 
     def predict(self, X, return_std=False):
         """Posterior-predictive mean (and standard deviation) at ``X``.
@@ -206,8 +293,10 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         X : array-like of shape (n_samples, n_features)
             Inputs.
         return_std : bool, default=False
-            Also return the predictive standard deviation, which includes
-            the observation noise ``noise_std``.
+            Also return the predictive standard deviation: the spread of the
+            particles' means plus the noise (with unknown noise, averaged
+            over its posterior: the standard deviation of the Student t
+            predictive).
 
         Returns
         -------
@@ -218,19 +307,24 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         """
         X = self._check_fitted_input(X)
         Xt = self._as_tensor(X, torch.float64)
-        means = self._model.mean(self._particles_tensor(), Xt)  # [M, B]
+        theta = self._particles_tensor()
+        means = self._model.mean(theta, Xt)  # [M, B]
         W = self._weights_tensor()
         mean = W @ means
         if not return_std:
             return mean.cpu().numpy()
-        var = W @ (means - mean).square() + self._model.noise_std**2
+        var = W @ (means - mean).square() + W @ self._model.noise_variance(theta)
         return mean.cpu().numpy(), var.sqrt().cpu().numpy()
 
     def exact_log_evidence(self, X, y):
-        """Closed-form ``log p(y | X)`` under this estimator's prior and noise.
+        """Closed-form ``log p(y | X)`` under this estimator's prior.
 
-        Computed in float64 in O(n d^2) (matrix determinant lemma and
-        Woodbury's identity); it does not need the estimator to be fitted.
+        A fitted estimator uses its fitted prior (``intercept_prior_mean_``,
+        ``noise_prior_scale_``), so the result is comparable with
+        ``log_evidence_`` however the data were streamed; an unfitted one the
+        prior ``fit(X, y)`` would set. Computed in float64 in O(n d^2)
+        (matrix determinant lemma and Woodbury's identity; no ``n x n``
+        matrix).
 
         Parameters
         ----------
@@ -246,7 +340,12 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         """
         self._check_params()
         X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
-        model = self._make_model(X, y)
+        priors = None
+        if hasattr(self, "intercept_prior_mean_"):
+            priors = (self.intercept_prior_mean_, self.noise_prior_scale_)
+            if (self.noise_std is None) != (priors[1] is not None):
+                priors = None  # noise_std was changed since the fit
+        model = self._make_model(X, y, priors)
         return model.exact_log_evidence((torch.as_tensor(X), torch.as_tensor(y)))
 
 

@@ -62,12 +62,17 @@ def test_fitted_attributes_and_predictions():
     assert np.all(trace["n_annealing_steps"] >= 1)
     assert np.all((trace["ess"] > 0) & (trace["ess"] <= reg.n_particles + 1e-9))
     assert reg.coef_.shape == (5,) and isinstance(reg.intercept_, float)
-    assert reg.particles_.shape == (128, 6)
+    assert reg.particles_.shape == (128, 7)  # [coef, intercept, log sigma^2]
     assert reg.particle_weights_.sum() == pytest.approx(1.0)
+    # The noise std is 1; the posterior sd of sigma^2 at n = 4000 is 0.022.
+    assert reg.noise_variance_ == pytest.approx(1.0, abs=0.1)
+    assert reg.noise_prior_scale_ == pytest.approx(0.1 * y[:500].std())
+    assert reg.intercept_prior_mean_ == pytest.approx(y[:500].mean())
     mean, std = reg.predict(X[:50], return_std=True)
     assert isinstance(mean, np.ndarray) and mean.shape == (50,)
     # The predictive std includes the noise, and the parameter part is small.
-    assert np.all(std >= reg.noise_std) and np.all(std < reg.noise_std * 1.01)
+    noise = np.sqrt(reg.noise_variance_)
+    assert np.all(std >= noise) and np.all(std < noise * 1.01)
     np.testing.assert_allclose(mean, reg.predict(X[:50]))
     # The posterior mean is close to least squares with this much data.
     Phi = np.hstack([X, np.ones((len(X), 1))])

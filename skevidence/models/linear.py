@@ -1,20 +1,42 @@
-"""Bayesian linear regression with known noise (paper, Appendix B.1)."""
+"""Bayesian linear regression, known or unknown noise (paper, Appendix B.1).
+
+Both models share the conjugate prior of the coefficients
+``beta = [w, b]``: ``beta | sigma^2 ~ N(mu, sigma^2 prior_std^2 I)`` with
+``mu = [0, ..., 0, intercept_prior_mean]``, so ``prior_std`` is in units of
+the noise. With known noise ``sigma = noise_std``; with unknown noise
+``sigma^2 ~ InvGamma(1, noise_prior_scale^2)`` (Normal-Inverse-Gamma), and
+the evidence stays in closed form (``y`` is multivariate t).
+"""
 
 import math
 
 import torch
 
-from .base import GaussianPriorModel
+from .base import Model
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
-__all__ = ["LinearRegressionModel"]
+# Shape of the inverse-gamma prior of the noise variance. 1 keeps the prior
+# compact in log sigma^2 (a right tail ~ 1 / sigma^2 in that coordinate, so
+# prior draws stay within a few units of the scale) while its left tail
+# covers noise variances down to about a tenth of noise_prior_scale^2.
+NOISE_PRIOR_SHAPE = 1.0
+
+__all__ = ["LinearRegressionModel", "NOISE_PRIOR_SHAPE"]
 
 
-class LinearRegressionModel(GaussianPriorModel):
-    """``y = x @ w + b + eps``, ``eps ~ N(0, noise_std^2)``, ``w, b ~ N(0, prior_std^2)``.
+class LinearRegressionModel(Model):
+    """``y = x @ w + b + eps``, ``eps ~ N(0, sigma^2)``, conjugate Gaussian prior.
 
-    ``theta = [w (n_features), b]``; without an intercept ``theta = w``.
+    ``beta = [w (n_features), b]`` (``w`` alone without an intercept) has the
+    prior ``N(mu, sigma^2 prior_std^2 I)``, ``mu = [0, ..., 0,
+    intercept_prior_mean]``. With ``noise_std`` a number, ``sigma`` is that
+    known value and ``theta = beta``; with ``noise_std=None`` the noise
+    variance is unknown, ``sigma^2 ~ InvGamma(1, noise_prior_scale^2)``, and
+    ``theta = [beta, log sigma^2]`` (unconstrained; the log prior includes
+    the Jacobian).
+
+    ``noise_std=1, prior_std=1, intercept_prior_mean=0`` is the paper's model.
 
     Parameters
     ----------
@@ -23,74 +45,188 @@ class LinearRegressionModel(GaussianPriorModel):
     fit_intercept : bool, default=True
         Whether the model has a bias term ``b``.
     prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior on every coefficient.
-    noise_std : float, default=1.0
-        Known standard deviation of the observation noise.
+        Prior standard deviation of every coefficient, in units of the noise
+        standard deviation.
+    noise_std : float or None, default=1.0
+        Known standard deviation of the observation noise, or ``None`` for
+        unknown noise.
+    intercept_prior_mean : float, default=0.0
+        Prior mean of the intercept.
+    noise_prior_scale : float, default=1.0
+        Scale ``s`` of the inverse-gamma prior ``InvGamma(1, s^2)`` of the
+        noise variance (``E[1 / sigma^2] = 1 / s^2``); unused with known noise.
     """
 
-    def __init__(self, n_features, fit_intercept=True, prior_std=1.0, noise_std=1.0):
+    def __init__(self, n_features, fit_intercept=True, prior_std=1.0, noise_std=1.0,
+                 intercept_prior_mean=0.0, noise_prior_scale=1.0):
         self.n_features = int(n_features)
         self.fit_intercept = bool(fit_intercept)
         self.prior_std = float(prior_std)
-        self.noise_std = float(noise_std)
-        self.n_params = self.n_features + int(self.fit_intercept)
+        self.noise_std = None if noise_std is None else float(noise_std)
+        self.intercept_prior_mean = float(intercept_prior_mean)
+        self.noise_prior_scale = float(noise_prior_scale)
+        self.n_coef = self.n_features + int(self.fit_intercept)
+        self.n_params = self.n_coef + int(self.unknown_noise)
+
+    @property
+    def unknown_noise(self):
+        return self.noise_std is None
+
+    # -- pieces ---------------------------------------------------------------
 
     def _design(self, X):
         if not self.fit_intercept:
             return X
         return torch.cat([X, X.new_ones(X.shape[0], 1)], dim=1)
 
+    def _prior_mean(self, like):
+        """``mu``, shape ``[n_coef]``, dtype and device of ``like``."""
+        mu = like.new_zeros(self.n_coef)
+        if self.fit_intercept:
+            mu[-1] = self.intercept_prior_mean
+        return mu
+
+    def _split(self, theta):
+        """Coefficients ``[M, n_coef]`` and log noise variance ``[M]``."""
+        beta = theta[:, : self.n_coef]
+        if self.unknown_noise:
+            return beta, theta[:, self.n_coef]
+        log_var = theta.new_full((theta.shape[0],), 2.0 * math.log(self.noise_std))
+        return beta, log_var
+
+    def noise_variance(self, theta):
+        """Noise variance ``sigma^2`` of every particle, ``[M]``."""
+        return self._split(theta)[1].exp()
+
     def mean(self, theta, X):
         """Predictive mean of every particle, ``[M, B]``."""
-        return theta @ self._design(X).T
+        return self._split(theta)[0] @ self._design(X).T
+
+    # -- prior ----------------------------------------------------------------
+
+    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        if self.unknown_noise:
+            # sigma^2 = s^2 / E with E ~ Exp(1) = Gamma(1): InvGamma(1, s^2).
+            u = torch.rand(n, generator=generator, dtype=dtype, device=device)
+            exp1 = -torch.log1p(-u)
+            log_var = 2.0 * math.log(self.noise_prior_scale) - exp1.log()
+        else:
+            log_var = torch.full((n,), 2.0 * math.log(self.noise_std), dtype=dtype,
+                                 device=device)
+        eps = torch.randn(n, self.n_coef, generator=generator, dtype=dtype, device=device)
+        mu = torch.zeros(self.n_coef, dtype=dtype, device=device)
+        if self.fit_intercept:
+            mu[-1] = self.intercept_prior_mean
+        beta = mu + self.prior_std * (0.5 * log_var).exp()[:, None] * eps
+        if self.unknown_noise:
+            return torch.cat([beta, log_var[:, None]], dim=1)
+        return beta
+
+    def log_prior(self, theta):
+        beta, log_var = self._split(theta)
+        dev2 = (beta - self._prior_mean(beta)).square().sum(1)
+        g2 = self.prior_std**2
+        lp = -0.5 * (dev2 * (-log_var).exp() / g2
+                     + self.n_coef * (_LOG_2PI + math.log(g2) + log_var))
+        if self.unknown_noise:
+            # log InvGamma(sigma^2; a, s^2) + log sigma^2 (the Jacobian of log).
+            a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
+            lp = lp + a * math.log(b0) - math.lgamma(a) - a * log_var - b0 * (-log_var).exp()
+        return lp
+
+    def grad_log_prior(self, theta):
+        beta, log_var = self._split(theta)
+        dev = beta - self._prior_mean(beta)
+        inv_var = (-log_var).exp()
+        g2 = self.prior_std**2
+        g_beta = -dev * (inv_var / g2)[:, None]
+        if not self.unknown_noise:
+            return g_beta
+        a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
+        g_log_var = (0.5 * dev.square().sum(1) / g2 + b0) * inv_var - 0.5 * self.n_coef - a
+        return torch.cat([g_beta, g_log_var[:, None]], dim=1)
+
+    # -- likelihood -----------------------------------------------------------
 
     def log_likelihood(self, theta, batch):
         X, y = batch
-        resid = y - self.mean(theta, X)
-        var = self.noise_std**2
-        return -0.5 * (resid.square() / var + _LOG_2PI + math.log(var))
+        beta, log_var = self._split(theta)
+        resid = y - beta @ self._design(X).T
+        return -0.5 * (resid.square() * (-log_var).exp()[:, None]
+                       + _LOG_2PI + log_var[:, None])
 
     def grad_log_likelihood(self, theta, batch):
+        return self.log_likelihood_and_grad(theta, batch)[1]
+
+    def log_likelihood_and_grad(self, theta, batch):
+        """Both from one residual matrix ``[M, B]``, the costly part."""
         X, y = batch
         Phi = self._design(X)
-        resid = y - theta @ Phi.T
-        return resid @ Phi / self.noise_std**2
+        beta, log_var = self._split(theta)
+        inv_var = (-log_var).exp()
+        resid = y - beta @ Phi.T
+        sq = resid.square().sum(1) * inv_var  # [M]
+        n = y.shape[0]
+        log_lik = -0.5 * (sq + n * (_LOG_2PI + log_var))
+        g_beta = (resid @ Phi) * inv_var[:, None]
+        if not self.unknown_noise:
+            return log_lik, g_beta
+        g_log_var = 0.5 * (sq - n)
+        return log_lik, torch.cat([g_beta, g_log_var[:, None]], dim=1)
+
+    # -- closed forms ---------------------------------------------------------
+
+    def _conjugate_update(self, batch, weights=None):
+        """Design, centred targets and the Cholesky factor of the posterior precision.
+
+        Returns ``Phi``, ``r = y - Phi mu``, ``L`` with ``L L^T = A =
+        I / prior_std^2 + Phi^T W Phi`` (in units of ``sigma^2``) and the
+        posterior mean offset ``m = A^{-1} Phi^T W r``, all float64.
+        """
+        X, y = (t.to(torch.float64) for t in batch)
+        Phi = self._design(X)
+        r = y - Phi @ self._prior_mean(Phi)
+        Phi_w = Phi if weights is None else Phi * torch.as_tensor(
+            weights, dtype=torch.float64, device=Phi.device).reshape(-1, 1)
+        eye = torch.eye(self.n_coef, dtype=torch.float64, device=Phi.device)
+        L = torch.linalg.cholesky(eye / self.prior_std**2 + Phi_w.T @ Phi)
+        m = torch.cholesky_solve((Phi_w.T @ r).reshape(-1, 1), L).reshape(-1)
+        return Phi, r, L, m
 
     def posterior(self, batch, weights=None):
-        """Gaussian posterior ``(mean, covariance)`` given ``batch``, in float64.
+        """Gaussian posterior ``(mean, covariance)`` of ``beta`` given ``batch`` (known noise).
 
         ``weights`` (one per observation, default 1) tempers the likelihood
         terms, so ``posterior(C, weights=lam)`` is the annealed target.
         """
-        X, y = (t.to(torch.float64) for t in batch)
-        Phi = self._design(X)
-        if weights is not None:
-            w = torch.as_tensor(weights, dtype=torch.float64, device=Phi.device)
-            Phi_w = Phi * w.reshape(-1, 1)
-        else:
-            Phi_w = Phi
-        eye = torch.eye(self.n_params, dtype=torch.float64, device=Phi.device)
-        precision = eye / self.prior_std**2 + Phi_w.T @ Phi / self.noise_std**2
-        cov = torch.cholesky_inverse(torch.linalg.cholesky(precision))
-        mean = cov @ (Phi_w.T @ y) / self.noise_std**2
-        return mean, cov
+        if self.unknown_noise:
+            raise NotImplementedError("posterior() is for the known-noise model")
+        Phi, _, L, m = self._conjugate_update(batch, weights)
+        cov = self.noise_std**2 * torch.cholesky_inverse(L)
+        return m + self._prior_mean(Phi), cov
 
     def exact_log_evidence(self, batch):
         """Closed-form ``log p(y | X)`` in O(N d^2), float64.
 
-        ``y ~ N(0, s^2 I + t^2 Phi Phi^T)``; the matrix determinant lemma
-        and Woodbury's identity reduce both the log-determinant and the
-        quadratic form to the ``d x d`` matrix
-        ``A = I / t^2 + Phi^T Phi / s^2``, so no ``N x N`` matrix is formed.
+        With ``r = y - Phi mu`` and ``A = I / prior_std^2 + Phi^T Phi``, the
+        matrix determinant lemma gives ``log det(I + prior_std^2 Phi Phi^T)
+        = 2 d log prior_std + log det A`` and Woodbury's identity
+        ``r^T (I + prior_std^2 Phi Phi^T)^{-1} r = |r - Phi m|^2 +
+        |m|^2 / prior_std^2`` with ``m = A^{-1} Phi^T r`` (the residual form
+        avoids the cancellation of ``r^T r - r^T Phi m``). Known noise:
+        ``y ~ N(Phi mu, sigma^2 (I + prior_std^2 Phi Phi^T))``; unknown noise
+        integrates ``sigma^2`` out, a multivariate t with ``2 a`` degrees of
+        freedom. No ``N x N`` matrix is formed.
         """
-        X, y = (t.to(torch.float64) for t in batch)
-        Phi = self._design(X)
+        Phi, r, L, m = self._conjugate_update(batch)
         n, d = Phi.shape
-        s2, t2 = self.noise_std**2, self.prior_std**2
-        A = torch.eye(d, dtype=torch.float64, device=Phi.device) / t2 + Phi.T @ Phi / s2
-        L = torch.linalg.cholesky(A)
-        b = Phi.T @ y / s2
-        z = torch.linalg.solve_triangular(L, b.reshape(-1, 1), upper=False).reshape(-1)
-        logdet = n * math.log(s2) + d * math.log(t2) + 2.0 * torch.log(torch.diagonal(L)).sum()
-        quad = y @ y / s2 - z @ z
-        return float(-0.5 * (n * _LOG_2PI + logdet + quad))
+        logdet = d * math.log(self.prior_std**2) + 2.0 * torch.log(torch.diagonal(L)).sum()
+        quad = (r - Phi @ m).square().sum() + m.square().sum() / self.prior_std**2
+        if not self.unknown_noise:
+            s2 = self.noise_std**2
+            return float(-0.5 * (n * (_LOG_2PI + math.log(s2)) + logdet + quad / s2))
+        a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
+        a_n, b_n = a + 0.5 * n, b0 + 0.5 * quad
+        return float(-0.5 * n * math.log(2.0 * math.pi) - 0.5 * logdet
+                     + a * math.log(b0) - a_n * torch.log(b_n)
+                     + math.lgamma(a_n) - math.lgamma(a))
