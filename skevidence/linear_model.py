@@ -277,6 +277,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         model = self._model
         self.intercept_prior_mean_ = model.intercept_prior_mean
         self.noise_prior_scale_ = model.noise_prior_scale if model.unknown_noise else None
+        # The engine's particles are in the prior's units; report natural ones.
+        self.particles_ = model.natural(self._particles_tensor()).cpu().numpy()
         mean = self.particle_weights_ @ self.particles_[:, : model.n_coef]
         if self.fit_intercept:
             self.coef_, self.intercept_ = mean[:-1], float(mean[-1])

@@ -75,7 +75,7 @@ def test_unknown_noise_prior_samples_match_the_prior_density():
     # inverse-gamma CDF, exp(-s^2 / sigma^2) for shape 1. 20_000 draws give a
     # CDF standard error below 0.004; the tolerance is 0.015.
     model = LinearRegressionModel(2, noise_std=None, noise_prior_scale=3.0)
-    theta = model.sample_prior(20_000, torch.Generator().manual_seed(0))
+    theta = model.natural(model.sample_prior(20_000, torch.Generator().manual_seed(0)))
     sigma2 = theta[:, -1].exp().numpy()
     for q in [1.0, 9.0, 30.0, 300.0]:
         assert np.mean(sigma2 <= q) == pytest.approx(np.exp(-9.0 / q), abs=0.015)
@@ -98,16 +98,17 @@ def test_posterior_is_prior_times_likelihood_normalised():
 
 def test_unknown_noise_log_prior_is_normalised():
     # One coefficient (no features, intercept only): integrate exp(log_prior)
-    # over log sigma^2 in [-8, 20] (all but 1e-8 of the inverse gamma) and b
-    # within 10 prior standard deviations of its mean, on a grid in
-    # (z, log sigma^2) with b = 2 + 0.7 sigma z and Jacobian 0.7 sigma.
+    # over theta = ((b - 2) / 1.5, log sigma^2 - 2 log 1.5), the sampler's
+    # coordinates: log sigma^2 - 2 log 1.5 in [-8, 20] (all but 1e-8 of the
+    # inverse gamma) and theta_b within 10 prior standard deviations, on a
+    # grid in (z, theta_l) with theta_b = 0.7 sigma z / 1.5 (Jacobian alike).
     model = LinearRegressionModel(0, noise_std=None, prior_std=0.7, intercept_prior_mean=2.0,
                                   noise_prior_scale=1.5)
     z = np.linspace(-10.0, 10.0, 801)
-    log_var = np.linspace(-8.0, 20.0, 2801)
-    Z, L = np.meshgrid(z, log_var, indexing="ij")
-    jac = 0.7 * np.exp(0.5 * L)
-    theta = torch.as_tensor(np.stack([(2.0 + jac * Z).ravel(), L.ravel()], 1))
+    theta_l = np.linspace(-8.0, 20.0, 2801)
+    Z, L = np.meshgrid(z, theta_l, indexing="ij")
+    jac = 0.7 * np.exp(0.5 * L)  # sigma / 1.5 = exp(theta_l / 2)
+    theta = torch.as_tensor(np.stack([(jac * Z).ravel(), L.ravel()], 1))
     density = model.log_prior(theta).exp().numpy().reshape(Z.shape) * jac
-    total = np.trapezoid(np.trapezoid(density, log_var, axis=1), z)
+    total = np.trapezoid(np.trapezoid(density, theta_l, axis=1), z)
     assert total == pytest.approx(1.0, abs=1e-5)

@@ -38,6 +38,14 @@ class LinearRegressionModel(Model):
 
     ``noise_std=1, prior_std=1, intercept_prior_mean=0`` is the paper's model.
 
+    The sampler works in units of the prior: ``theta`` holds ``(beta - mu) /
+    s`` and ``log sigma^2 - 2 log s`` (``s`` the noise scale, ``noise_std``
+    or ``noise_prior_scale``), so fitting ``a y + c`` with ``mu`` and ``s``
+    set from the data moves exactly the same particles (an engine detail
+    such as a jitter relative to the mean variance cannot mix coordinates
+    of different units); :meth:`natural` maps them back to ``[beta, log
+    sigma^2]`` (the paper's model is its own natural form).
+
     Parameters
     ----------
     n_features : int
@@ -67,6 +75,9 @@ class LinearRegressionModel(Model):
         self.noise_prior_scale = float(noise_prior_scale)
         self.n_coef = self.n_features + int(self.fit_intercept)
         self.n_params = self.n_coef + int(self.unknown_noise)
+        s = self.noise_prior_scale if self.unknown_noise else self.noise_std
+        self._unit_scale = s
+        self._log_jacobian = self.n_coef * math.log(s)
 
     @property
     def unknown_noise(self):
@@ -87,12 +98,33 @@ class LinearRegressionModel(Model):
         return mu
 
     def _split(self, theta):
-        """Coefficients ``[M, n_coef]`` and log noise variance ``[M]``."""
-        beta = theta[:, : self.n_coef]
+        """Natural coefficients ``beta [M, n_coef]`` and ``log sigma^2 [M]`` of ``theta``."""
+        s = self._unit_scale
+        beta = s * theta[:, : self.n_coef] + self._prior_mean(theta)
         if self.unknown_noise:
-            return beta, theta[:, self.n_coef]
+            return beta, theta[:, self.n_coef] + 2.0 * math.log(s)
         log_var = theta.new_full((theta.shape[0],), 2.0 * math.log(self.noise_std))
         return beta, log_var
+
+    def _from_natural(self, beta, log_var):
+        z = (beta - self._prior_mean(beta)) / self._unit_scale
+        if not self.unknown_noise:
+            return z
+        return torch.cat([z, (log_var - 2.0 * math.log(self._unit_scale))[:, None]], dim=1)
+
+    def _chain(self, g_beta, g_log_var):
+        """Gradient in ``theta`` from the natural gradients (d beta / d z = s)."""
+        g_z = g_beta * self._unit_scale
+        if not self.unknown_noise:
+            return g_z
+        return torch.cat([g_z, g_log_var[:, None]], dim=1)
+
+    def natural(self, theta):
+        """``[beta, log sigma^2]`` (``beta`` alone with known noise) of ``theta``, ``[M, d]``."""
+        beta, log_var = self._split(theta)
+        if not self.unknown_noise:
+            return beta
+        return torch.cat([beta, log_var[:, None]], dim=1)
 
     def noise_variance(self, theta):
         """Noise variance ``sigma^2`` of every particle, ``[M]``."""
@@ -118,9 +150,7 @@ class LinearRegressionModel(Model):
         if self.fit_intercept:
             mu[-1] = self.intercept_prior_mean
         beta = mu + self.prior_std * (0.5 * log_var).exp()[:, None] * eps
-        if self.unknown_noise:
-            return torch.cat([beta, log_var[:, None]], dim=1)
-        return beta
+        return self._from_natural(beta, log_var)
 
     def log_prior(self, theta):
         beta, log_var = self._split(theta)
@@ -132,7 +162,7 @@ class LinearRegressionModel(Model):
             # log InvGamma(sigma^2; a, s^2) + log sigma^2 (the Jacobian of log).
             a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
             lp = lp + a * math.log(b0) - math.lgamma(a) - a * log_var - b0 * (-log_var).exp()
-        return lp
+        return lp + self._log_jacobian
 
     def grad_log_prior(self, theta):
         beta, log_var = self._split(theta)
@@ -141,10 +171,10 @@ class LinearRegressionModel(Model):
         g2 = self.prior_std**2
         g_beta = -dev * (inv_var / g2)[:, None]
         if not self.unknown_noise:
-            return g_beta
+            return self._chain(g_beta, None)
         a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
         g_log_var = (0.5 * dev.square().sum(1) / g2 + b0) * inv_var - 0.5 * self.n_coef - a
-        return torch.cat([g_beta, g_log_var[:, None]], dim=1)
+        return self._chain(g_beta, g_log_var)
 
     # -- likelihood -----------------------------------------------------------
 
@@ -169,10 +199,8 @@ class LinearRegressionModel(Model):
         n = y.shape[0]
         log_lik = -0.5 * (sq + n * (_LOG_2PI + log_var))
         g_beta = (resid @ Phi) * inv_var[:, None]
-        if not self.unknown_noise:
-            return log_lik, g_beta
-        g_log_var = 0.5 * (sq - n)
-        return log_lik, torch.cat([g_beta, g_log_var[:, None]], dim=1)
+        g_log_var = 0.5 * (sq - n) if self.unknown_noise else None
+        return log_lik, self._chain(g_beta, g_log_var)
 
     # -- closed forms ---------------------------------------------------------
 
@@ -194,16 +222,17 @@ class LinearRegressionModel(Model):
         return Phi, r, L, m
 
     def posterior(self, batch, weights=None):
-        """Gaussian posterior ``(mean, covariance)`` of ``beta`` given ``batch`` (known noise).
+        """Gaussian posterior ``(mean, covariance)`` of ``theta`` given ``batch`` (known noise).
 
-        ``weights`` (one per observation, default 1) tempers the likelihood
-        terms, so ``posterior(C, weights=lam)`` is the annealed target.
+        ``theta = (beta - mu) / noise_std`` (``beta`` itself in the paper's
+        model). ``weights`` (one per observation, default 1) tempers the
+        likelihood terms, so ``posterior(C, weights=lam)`` is the annealed
+        target.
         """
         if self.unknown_noise:
             raise NotImplementedError("posterior() is for the known-noise model")
-        Phi, _, L, m = self._conjugate_update(batch, weights)
-        cov = self.noise_std**2 * torch.cholesky_inverse(L)
-        return m + self._prior_mean(Phi), cov
+        _, _, L, m = self._conjugate_update(batch, weights)
+        return m / self.noise_std, torch.cholesky_inverse(L)
 
     def exact_log_evidence(self, batch):
         """Closed-form ``log p(y | X)`` in O(N d^2), float64.
