@@ -284,8 +284,11 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             self.coef_, self.intercept_ = mean[:-1], float(mean[-1])
         else:
             self.coef_, self.intercept_ = mean, 0.0
-        noise_var = model.noise_variance(self._particles_tensor()).cpu().numpy()
-        self.noise_variance_ = float(self.particle_weights_ @ noise_var)
+        if model.unknown_noise:
+            noise_var = model.noise_variance(self._particles_tensor()).cpu().numpy()
+            self.noise_variance_ = float(self.particle_weights_ @ noise_var)
+        else:
+            self.noise_variance_ = model.noise_std**2
 
     def predict(self, X, return_std=False):
         """Posterior-predictive mean (and standard deviation) at ``X``.
