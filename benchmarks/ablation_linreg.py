@@ -51,7 +51,8 @@ def exact_move(model, state, config, chunk, lam):
 
 def evidence_error(X, y, settings, exact_draws, seed):
     # The paper's model, explicitly: known unit noise, N(0, 1) coefficients and intercept.
-    model = LinearRegressionModel(X.shape[1], prior_std=1.0, noise_std=1.0, intercept_prior_mean=0.0)
+    model = LinearRegressionModel(X.shape[1], prior_std=1.0, noise_std=1.0,
+                                  intercept_prior_mean=0.0)
     config = sgais.SGAISConfig(**settings)
     state = sgais.init(model, config, torch.Generator().manual_seed(seed))
     batch = (torch.as_tensor(X), torch.as_tensor(y))

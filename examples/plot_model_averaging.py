@@ -59,7 +59,8 @@ y_test = sine(x_test)
 pipe = make_pipeline(
     PolynomialFeatures(include_bias=False),
     StandardScaler(),
-    EvidenceLinearRegression(prior_std=2.0, noise_std=0.5, n_particles=64, batch_size=40,
+    # Known noise 0.5; prior_std is in units of the noise: coefficients N(0, 2^2).
+    EvidenceLinearRegression(prior_std=4.0, noise_std=0.5, n_particles=64, batch_size=40,
                              random_state=0),
 )
 degrees = list(range(1, 6))
