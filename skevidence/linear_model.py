@@ -146,8 +146,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     >>> exact = reg.exact_log_evidence(X, y)
     >>> bool(abs(reg.log_evidence_ - exact) < 2.0)
     True
-    >>> round(float(np.sqrt(reg.noise_variance_)))
-    50
+    >>> bool(45.0 < np.sqrt(reg.noise_variance_) < 55.0)  # the noise sd, 50
+    True
     >>> mean, std = reg.predict(X[:2], return_std=True)
     >>> mean.shape, std.shape
     ((2,), (2,))

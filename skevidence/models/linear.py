@@ -75,9 +75,7 @@ class LinearRegressionModel(Model):
         self.noise_prior_scale = float(noise_prior_scale)
         self.n_coef = self.n_features + int(self.fit_intercept)
         self.n_params = self.n_coef + int(self.unknown_noise)
-        s = self.noise_prior_scale if self.unknown_noise else self.noise_std
-        self._unit_scale = s
-        self._log_jacobian = self.n_coef * math.log(s)
+        self._unit_scale = self.noise_prior_scale if self.unknown_noise else self.noise_std
 
     @property
     def unknown_noise(self):
@@ -106,12 +104,6 @@ class LinearRegressionModel(Model):
         log_var = theta.new_full((theta.shape[0],), 2.0 * math.log(self.noise_std))
         return beta, log_var
 
-    def _from_natural(self, beta, log_var):
-        z = (beta - self._prior_mean(beta)) / self._unit_scale
-        if not self.unknown_noise:
-            return z
-        return torch.cat([z, (log_var - 2.0 * math.log(self._unit_scale))[:, None]], dim=1)
-
     def _chain(self, g_beta, g_log_var):
         """Gradient in ``theta`` from the natural gradients (d beta / d z = s)."""
         g_z = g_beta * self._unit_scale
@@ -136,45 +128,44 @@ class LinearRegressionModel(Model):
 
     # -- prior ----------------------------------------------------------------
 
+    # In the sampler's units (z = (beta - mu) / s, t = log sigma^2 - 2 log s)
+    # the prior no longer depends on mu and s: z | t ~ N(0, e^t prior_std^2 I)
+    # and, with unknown noise, e^t ~ InvGamma(a, 1); with known noise t = 0.
+
     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
-        if self.unknown_noise:
-            # sigma^2 = s^2 / E with E ~ Exp(1) = Gamma(1): InvGamma(1, s^2).
-            u = torch.rand(n, generator=generator, dtype=dtype, device=device)
-            exp1 = -torch.log1p(-u)
-            log_var = 2.0 * math.log(self.noise_prior_scale) - exp1.log()
-        else:
-            log_var = torch.full((n,), 2.0 * math.log(self.noise_std), dtype=dtype,
-                                 device=device)
+        if not self.unknown_noise:
+            eps = torch.randn(n, self.n_coef, generator=generator, dtype=dtype, device=device)
+            return self.prior_std * eps
+        # e^t = 1 / E with E ~ Exp(1) = Gamma(1): InvGamma(1, 1).
+        u = torch.rand(n, generator=generator, dtype=dtype, device=device)
+        t = -torch.log(-torch.log1p(-u))
         eps = torch.randn(n, self.n_coef, generator=generator, dtype=dtype, device=device)
-        mu = torch.zeros(self.n_coef, dtype=dtype, device=device)
-        if self.fit_intercept:
-            mu[-1] = self.intercept_prior_mean
-        beta = mu + self.prior_std * (0.5 * log_var).exp()[:, None] * eps
-        return self._from_natural(beta, log_var)
+        z = self.prior_std * (0.5 * t).exp()[:, None] * eps
+        return torch.cat([z, t[:, None]], dim=1)
 
     def log_prior(self, theta):
-        beta, log_var = self._split(theta)
-        dev2 = (beta - self._prior_mean(beta)).square().sum(1)
+        z = theta[:, : self.n_coef]
         g2 = self.prior_std**2
-        lp = -0.5 * (dev2 * (-log_var).exp() / g2
-                     + self.n_coef * (_LOG_2PI + math.log(g2) + log_var))
-        if self.unknown_noise:
-            # log InvGamma(sigma^2; a, s^2) + log sigma^2 (the Jacobian of log).
-            a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
-            lp = lp + a * math.log(b0) - math.lgamma(a) - a * log_var - b0 * (-log_var).exp()
-        return lp + self._log_jacobian
+        norm = self.n_coef * (_LOG_2PI + math.log(g2))
+        if not self.unknown_noise:
+            return -0.5 * (z.square().sum(1) / g2 + norm)
+        t = theta[:, self.n_coef]
+        inv = (-t).exp()
+        a = NOISE_PRIOR_SHAPE
+        # log N(z; 0, e^t g^2 I) + log InvGamma(e^t; a, 1) + t (the Jacobian of log)
+        return (-0.5 * (z.square().sum(1) * inv / g2 + norm + self.n_coef * t)
+                - math.lgamma(a) - a * t - inv)
 
     def grad_log_prior(self, theta):
-        beta, log_var = self._split(theta)
-        dev = beta - self._prior_mean(beta)
-        inv_var = (-log_var).exp()
+        z = theta[:, : self.n_coef]
         g2 = self.prior_std**2
-        g_beta = -dev * (inv_var / g2)[:, None]
         if not self.unknown_noise:
-            return self._chain(g_beta, None)
-        a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
-        g_log_var = (0.5 * dev.square().sum(1) / g2 + b0) * inv_var - 0.5 * self.n_coef - a
-        return self._chain(g_beta, g_log_var)
+            return -z / g2
+        t = theta[:, self.n_coef]
+        inv = (-t).exp()
+        g_z = -z * (inv / g2)[:, None]
+        g_t = (0.5 * z.square().sum(1) / g2 + 1.0) * inv - 0.5 * self.n_coef - NOISE_PRIOR_SHAPE
+        return torch.cat([g_z, g_t[:, None]], dim=1)
 
     # -- likelihood -----------------------------------------------------------
 
