@@ -18,8 +18,8 @@ better guide to a quiet machine's wall time), the estimate, the exact value,
 their difference, the coverage of the 95% intervals ``mean +- 1.96 std``,
 test R^2 of the estimator and of BayesianRidge, and the annealing steps.
 ``log Z + n log c`` removes the Jacobian of the units (it should not depend
-on the scale ``c``). Second table: the evidence of a few feature subsets at both scales (estimate and
-exact, Jacobian removed) and their ranks.
+on the scale ``c``). Second table: the evidence of a few feature subsets at
+both scales (estimate and exact, Jacobian removed) and their ranks.
 """
 
 import argparse
