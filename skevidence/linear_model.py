@@ -16,8 +16,10 @@ __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
 
 # Default scale of the noise prior, as a fraction of the spread of y over the
 # first chunk: InvGamma(1, s^2) with s = 0.1 sd(y) puts 99% of the prior mass
-# of sigma^2 below var(y) and reaches noise variances of 1e-3 var(y) (R^2 of
-# 0.999) within a few nats of its mode.
+# of sigma^2 below var(y); in log sigma^2 its density at var(y) / 2 (R^2 of
+# 0.5) is 3 nats and at 1e-3 var(y) (R^2 of 0.999) 7 nats below its mode, so
+# it favours neither weak nor strong fits much, while a spread of a few units
+# of log sigma^2 keeps the first chunk's annealing short.
 _NOISE_PRIOR_FRACTION = 0.1
 
 
@@ -40,7 +42,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     ``fit`` / ``partial_fit`` call; ``m`` and ``s`` are then frozen
     (``intercept_prior_mean_``, ``noise_prior_scale_``), as
     ``BayesianGaussianMixture`` sets its priors from the data. Hence ``y``
-    may be on any scale: ``y + c`` leaves the evidence unchanged, and
+    may be on any scale: ``y + c`` leaves the evidence unchanged (with an
+    intercept), and
     ``c * y`` shifts it by exactly ``-n log |c|``, the Jacobian of the change
     of units, shared by every model fitted to the same ``y``, so Bayes
     factors do not depend on either. ``X`` should be standardised (e.g. a
