@@ -1,6 +1,6 @@
 """Accuracy and speed of EvidenceLinearRegression against the exact evidence.
 
-The paper's setting (Cameron & Dyer 2019, section 6): 5 features, true
+The paper's setting (Cameron, Eggers & Kroon 2019, section 6): 5 features, true
 parameters drawn from the N(0, 1) prior, noise std 1. For each N and data
 seed the stream is fed to ``partial_fit`` in blocks of ten chunks, which
 gives exactly the numbers of one ``fit`` call and also times the chunks
