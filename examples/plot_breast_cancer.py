@@ -24,7 +24,7 @@ from skevidence import EvidenceLogisticRegression, EvidenceSearch
 X, y = load_breast_cancer(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=300, stratify=y,
                                                     random_state=0)
-prior_stds = [0.03, 0.1, 0.3, 1.0, 3.0]
+prior_stds = [0.1, 0.3, 1.0, 3.0, 10.0, 30.0]
 clf = make_pipeline(StandardScaler(),
                     EvidenceLogisticRegression(n_particles=32, n_burnin=10, random_state=0))
 search = EvidenceSearch(clf, {"evidencelogisticregression__prior_std": prior_stds})
