@@ -105,17 +105,20 @@ def _to_arrays(rows, feature_idx, target_idx, path, last_line):
 
 def _scan(path, columns, target, chunk_size):
     """First pass: row count, feature means and standard deviations, sorted class labels."""
-    n, total, total_sq, classes = 0, 0.0, 0.0, set()
+    n, mean, sum_sq, classes = 0, 0.0, 0.0, set()
     for X, y in _chunks(path, columns, target, chunk_size):
-        n += X.shape[0]
-        total = total + X.sum(axis=0)
-        total_sq = total_sq + np.square(X).sum(axis=0)
+        # Chan et al.'s merge of per-chunk means and squared deviations: no
+        # cancellation for features far from zero (e.g. timestamps).
+        m, chunk_mean = X.shape[0], X.mean(axis=0)
+        delta = chunk_mean - mean
+        sum_sq = sum_sq + np.square(X - chunk_mean).sum(axis=0) + np.square(delta) * n * m / (n + m)
+        mean = mean + delta * m / (n + m)
+        n += m
         if y is not None:
             classes.update(y.tolist())
     if n == 0:
         raise CLIError(f"{path} has a header but no data rows")
-    mean = total / n
-    std = np.sqrt(np.maximum(total_sq / n - np.square(mean), 0.0))
+    std = np.sqrt(sum_sq / n)
     std[std == 0] = 1.0  # a constant column stays constant, as in StandardScaler
     return n, mean, std, _labels(sorted(classes))
 

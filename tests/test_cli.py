@@ -100,3 +100,20 @@ def test_module_entry_point_reports_a_missing_file_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"skevidence compare: error: cannot read {missing}: No such file or directory"]
+
+
+def test_first_pass_statistics_match_numpy_across_chunks(tmp_path):
+    from skevidence._cli import _scan
+
+    # Features far from zero (sums of squares would cancel) and a constant one.
+    X = np.random.default_rng(0).normal(1e9, 3.0, size=(1003, 3))
+    X[:, 2] = 5.0
+    path = tmp_path / "big.csv"
+    np.savetxt(path, X, delimiter=",", header="a,b,c", comments="", fmt="%.17g")
+    n, mean, std, classes = _scan(path, ["a", "b", "c"], None, chunk_size=100)
+    assert n == 1003 and classes.size == 0
+    np.testing.assert_allclose(mean, X.mean(axis=0), rtol=1e-15)
+    # Values near 1e9 carry about 1e-7 of rounding, so a std of 3 agrees to
+    # about 1e-7 relative; plain sums of squares would be off by about 100.
+    np.testing.assert_allclose(std[:2], X[:, :2].std(axis=0), rtol=1e-6)
+    assert std[2] == 1.0  # constant column left as it is
