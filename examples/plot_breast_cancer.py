@@ -12,7 +12,6 @@ prefers also predicts new tumours well, without a validation set.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import train_test_split

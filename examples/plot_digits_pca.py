@@ -13,7 +13,6 @@ images, and the labels are the same.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.pipeline import make_pipeline
