@@ -1,9 +1,9 @@
 """EvidenceGMM on the paper's mixture setting against dynesty reference evidences.
 
-The data are the reference files of ``shared/reference`` (2-D, 5 components,
-data seed 1; the N = 1e3 file is the first rows of the N = 1e4 one). Larger
-N come from the same prefix-consistent recipe (``make_gmm``). The table has
-one row per (N, sampler seed): wall time, skevidence's log evidence, the
+The data are ``make_gaussian_mixture(N, random_state=1)`` (2-D, 5
+components, data seed 1, prefix-consistent in N: the N = 1e3 data are the
+first rows of the N = 1e4 data), bit for bit the data of the dynesty
+reference runs. The table has one row per (N, sampler seed): wall time, skevidence's log evidence, the
 dynesty reference, and their difference.
 
     python benchmarks/bench_gmm.py --n 1000 10000 --seeds 0 1 2
@@ -24,7 +24,6 @@ import argparse
 import ast
 import itertools
 import math
-import os
 import time
 
 import numpy as np
@@ -32,33 +31,19 @@ import torch
 from sklearn.mixture import GaussianMixture
 
 from skevidence import EvidenceGMM
+from skevidence.datasets import make_gaussian_mixture
 from skevidence.inference.resampling import systematic_resample
 from skevidence.models import GaussianMixtureModel
 
-# The shared folder beside the repository (see REFERENCE.md there).
-REFERENCE_DIR = os.environ.get(
-    "SKEVIDENCE_REFERENCE",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "reference"))
-# dynesty, static nested sampling, 500 live points (REFERENCE.md).
+# dynesty, static nested sampling, 500 live points, on make_gaussian_mixture(N,
+# random_state=1) (2 and 4 runs of the nested-sampling reference study; its
+# data files are exactly these arrays, tests/test_datasets.py checks their sums).
 REFERENCE = {1000: (-4494.94, 0.89), 10000: (-44096.59, 0.30)}
 
 
-def make_gmm(n, seed=1, k=5, d=2):
-    """The reference data recipe (REFERENCE.md), prefix-consistent in ``n``."""
-    r_par, r_z, r_eps = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    weights = r_par.dirichlet(np.ones(k))
-    variances = 1.0 / r_par.gamma(1.0, 1.0, size=(k, d))
-    means = np.sqrt(4.0 * variances) * r_par.standard_normal((k, d))
-    u = r_z.random(n)
-    z = np.minimum((np.cumsum(weights)[None, :-1] < u[:, None]).sum(1), k - 1)
-    return means[z] + np.sqrt(variances[z]) * r_eps.standard_normal((n, d))
-
-
 def load(n):
-    path = os.path.join(REFERENCE_DIR, f"gmm_seed1_N{n}.npz")
-    if os.path.exists(path):
-        return np.load(path)["X"]
-    return make_gmm(n)
+    """The reference data: 2-D, 5 components, data seed 1, prefix-consistent in ``n``."""
+    return make_gaussian_mixture(n, n_components=5, random_state=1)
 
 
 def run_dynesty(X, seed):

@@ -1,11 +1,11 @@
 """Accuracy and speed of EvidenceLogisticRegression against nested sampling.
 
-The paper's setting (Cameron & Dyer 2019, section 6 and Appendix B.2):
+The paper's setting (Cameron, Eggers & Kroon 2019, section 6 and Appendix B.2):
 10 features, 4 classes, 44 parameters with N(0, 1) priors, true parameters
 drawn from the prior. The data are ``make_logistic_regression(N,
 random_state=1)``, whose first 1000 rows are the reference data set
 ``logistic_seed1_N1000.npz``; at N = 1000 the table compares with the
-dynesty reference of ``shared/reference/REFERENCE.md`` (-624.22 +- 0.40,
+dynesty reference (-624.22 +- 0.40,
 mean of two runs with 500 live points), at N = 10_000 with one dynesty run
 of the same settings (-5655.61 +- 0.52). Both look biased high:
 importance sampling from a Student-t proposal fitted at the posterior mode
@@ -39,10 +39,11 @@ from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
 
-# Nested-sampling references (dynesty 3.1, nlive 500, rslice): N = 1000 from
-# shared/reference/REFERENCE.md (2 runs); N = 10_000 one run of its
-# run_reference.py (rseed 1) on make_logistic_regression(10_000,
-# random_state=1), 58817 iterations, 1411 CPU s on this machine.
+# Nested-sampling references (dynesty 3.1, nlive 500, rslice, default
+# settings) on make_logistic_regression(N, random_state=1): N = 1000 the mean
+# of 2 runs (rseeds 1, 2: -623.825, -624.615; 530 and 502 CPU s), N = 10_000
+# one run (rseed 1), 58817 iterations, 1411 CPU s, both on a 2-core AMD EPYC
+# machine, one core per run.
 REFERENCES = {1000: (-624.22, 0.40), 10_000: (-5655.61, 0.52)}
 
 

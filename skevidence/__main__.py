@@ -1,15 +1,19 @@
-"""Demo: ``python -m skevidence`` ranks competing models by their evidence.
+"""``python -m skevidence``: a demo, or ``compare`` to rank models on a CSV file.
 
-Simulated data from a linear model that uses 2 of 5 features; four
-candidate models are fitted online by SGAIS and ranked by log evidence
-(checked against the exact value, which this model has in closed form).
+Alone, it runs the demo: simulated data from a linear model that uses 2 of
+5 features; four candidate models are fitted online by SGAIS and ranked by
+log evidence (checked against the exact value, which this model has in
+closed form). ``python -m skevidence compare --help`` describes the command
+line (:mod:`skevidence._cli`).
 """
 
+import sys
 import time
 
 import numpy as np
 
 from skevidence import EvidenceLinearRegression
+from skevidence._cli import main as cli_main
 
 
 def _simulate(n_samples=20_000, seed=0):
@@ -19,7 +23,7 @@ def _simulate(n_samples=20_000, seed=0):
     return X, y
 
 
-def main():
+def demo():
     X, y = _simulate()
     candidates = {
         "2 features (true)": (EvidenceLinearRegression(random_state=0), [0, 1]),
@@ -44,5 +48,14 @@ def main():
           f"(log Bayes factor {results[best] - results[second]:.1f} over {second})")
 
 
+def main(argv=None):
+    """The demo without arguments, else the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        demo()
+        return 0
+    return cli_main(argv)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The simulated data sets of the paper (Cameron & Dyer 2019, section 6).
+"""The simulated data sets of the paper (Cameron, Eggers & Kroon 2019, section 6).
 
 Every generator draws its true parameters once from the model's prior, then
 ``n_samples`` i.i.d. observations. Each random ingredient (parameters,

@@ -1,0 +1,174 @@
+"""Plots of a fitted evidence estimator and of a ranking of models.
+
+matplotlib is imported only when a function is called, so the rest of the
+package does not need it (``pip install matplotlib``).
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["plot_evidence_trace", "plot_model_posterior"]
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("skevidence.plotting needs matplotlib: pip install matplotlib") from exc
+    return plt
+
+
+def _final_step(estimator):
+    """The last step of a pipeline, or the estimator itself."""
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+def plot_evidence_trace(estimator, ax=None):
+    """Draw how the evidence was built up, chunk by chunk, from ``evidence_trace_``.
+
+    Three panels against the number of observations seen ``n``: the log
+    evidence per observation ``log p(D_n) / n`` (with a band of one error
+    bar when the trace has ``log_evidence_std``), the number of annealing
+    steps each chunk took, and the effective sample size of the weights
+    after each chunk, as a fraction of ``n_particles``. A steady log
+    evidence per observation, few annealing steps and an ESS that does not
+    collapse are what a healthy run looks like.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        An estimator with ``evidence_trace_`` (e.g.
+        :class:`~skevidence.EvidenceLinearRegression`), or a pipeline whose
+        last step has one.
+    ax : array-like of 3 matplotlib Axes, default=None
+        Where to draw the three panels; by default a new figure with three
+        stacked panels sharing the x axis.
+
+    Returns
+    -------
+    axes : ndarray of 3 matplotlib Axes
+        The log evidence per observation, annealing steps and ESS panels.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skevidence import EvidenceLinearRegression
+    >>> from skevidence.plotting import plot_evidence_trace
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1000, 2))
+    >>> y = X @ [1.0, -0.5] + rng.normal(size=1000)
+    >>> reg = EvidenceLinearRegression(n_particles=32, random_state=0).fit(X, y)
+    >>> axes = plot_evidence_trace(reg)
+    >>> len(axes)
+    3
+    """
+    final = _final_step(estimator)
+    check_is_fitted(final, "evidence_trace_")
+    trace = final.evidence_trace_
+    n = np.asarray(trace["n_seen"], dtype=float)
+    if ax is None:
+        plt = _pyplot()
+        _, ax = plt.subplots(3, 1, sharex=True, figsize=(6, 6.5))
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != 3:
+        raise ValueError(f"ax must hold 3 Axes, got {axes.size}")
+
+    per_obs = np.asarray(trace["log_evidence"]) / n
+    axes[0].plot(n, per_obs, "o-", markersize=3)
+    if "log_evidence_std" in trace:
+        band = np.asarray(trace["log_evidence_std"]) / n
+        axes[0].fill_between(n, per_obs - band, per_obs + band, alpha=0.3, linewidth=0)
+    axes[0].set_ylabel("log evidence / n")
+    axes[1].step(n, trace["n_annealing_steps"], where="mid")
+    axes[1].set_ylabel("annealing steps")
+    n_particles = getattr(final, "n_particles", None)
+    ess = np.asarray(trace["ess"], dtype=float)
+    if n_particles:
+        axes[2].plot(n, ess / n_particles, "o-", markersize=3)
+        axes[2].set_ylabel("ESS / n_particles")
+        axes[2].set_ylim(0, 1.05)
+    else:
+        axes[2].plot(n, ess, "o-", markersize=3)
+        axes[2].set_ylabel("ESS")
+    axes[2].set_xlabel("observations seen n")
+    if n.size > 1 and n[-1] / n[0] > 50:
+        axes[2].set_xscale("log")
+    return axes
+
+
+def _model_posterior_table(fitted):
+    """Labels, log evidences, their error bars (or None) and posterior probabilities."""
+    if hasattr(fitted, "results_"):  # EvidenceSearch
+        results = fitted.results_
+        labels = [", ".join(f"{k.split('__')[-1]}={v}" for k, v in p.items())
+                  for p in results["params"]]
+        stds = results.get("log_evidence_std")
+        return labels, results["log_evidence"], stds, results["posterior_probability"]
+    if hasattr(fitted, "log_evidences_"):  # BayesianModelAverager
+        labels = list(fitted.named_estimators_)
+        stds = getattr(fitted, "log_evidence_stds_", None)
+        return labels, fitted.log_evidences_, stds, fitted.weights_
+    raise TypeError("expected a fitted EvidenceSearch or BayesianModelAverager, got "
+                    f"{type(fitted).__name__}")
+
+
+def plot_model_posterior(search_or_averager, ax=None):
+    """Draw the log Bayes factors and posterior probabilities of a set of models.
+
+    Two panels, one bar per candidate (an
+    :class:`~skevidence.EvidenceSearch`) or member (a
+    :class:`~skevidence.BayesianModelAverager`): the log evidence relative
+    to the best, ``log p(D | M) - max log p(D | M')``, with error bars
+    where the fit reports them (``results_["log_evidence_std"]`` or
+    ``log_evidence_stds_``), and the posterior probability ``p(M | D)``.
+
+    Parameters
+    ----------
+    search_or_averager : fitted EvidenceSearch or BayesianModelAverager
+        The models to compare.
+    ax : array-like of 2 matplotlib Axes, default=None
+        Where to draw the two panels; by default a new figure.
+
+    Returns
+    -------
+    axes : ndarray of 2 matplotlib Axes
+        The log Bayes factor and posterior probability panels.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skevidence import EvidenceLinearRegression, EvidenceSearch
+    >>> from skevidence.plotting import plot_model_posterior
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = X @ [1.0, -0.5] + rng.normal(size=300)
+    >>> search = EvidenceSearch(EvidenceLinearRegression(n_particles=32, random_state=0),
+    ...                         {"prior_std": [0.1, 1.0, 10.0]}).fit(X, y)
+    >>> axes = plot_model_posterior(search)
+    >>> len(axes)
+    2
+    """
+    labels, log_evidence, stds, probability = _model_posterior_table(search_or_averager)
+    log_evidence = np.asarray(log_evidence, dtype=float)
+    if ax is None:
+        plt = _pyplot()
+        _, ax = plt.subplots(1, 2, figsize=(9, 3.5))
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != 2:
+        raise ValueError(f"ax must hold 2 Axes, got {axes.size}")
+    positions = np.arange(len(labels))
+    yerr = None if stds is None else np.asarray(stds, dtype=float)
+    axes[0].bar(positions, log_evidence - log_evidence.max(), yerr=yerr, capsize=3)
+    axes[0].set_ylabel("log Bayes factor vs best")
+    axes[1].bar(positions, probability)
+    axes[1].set_ylabel("posterior probability")
+    axes[1].set_ylim(0, 1)
+    for a in axes:
+        a.set_xticks(positions)
+        a.set_xticklabels(labels, rotation=45 if len(labels) > 4 else 0, ha="right"
+                          if len(labels) > 4 else "center")
+    return axes
