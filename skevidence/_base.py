@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._config import torch_threads, with_torch_threads
 from .inference import sgais
 
-__all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC"]
+__all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "normalize_proba"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -83,6 +83,18 @@ def max_abs_input(dtype):
     Fisher information), which overflow beyond it.
     """
     return float(torch.finfo(dtype).max) ** 0.25
+
+
+def normalize_proba(proba):
+    """Rows of probabilities in [0, 1] that sum to one to machine precision.
+
+    Exponentiated log probabilities and weighted averages of probabilities
+    can exceed 1 by a rounding error (1.0000000000000004), which
+    ``sklearn.metrics.log_loss`` rejects.
+    """
+    proba = np.clip(np.asarray(proba, dtype=np.float64), 0.0, None)
+    proba /= proba.sum(axis=1, keepdims=True)
+    return np.clip(proba, 0.0, 1.0, out=proba)
 
 
 def _check_magnitude(a, name, dtype):
