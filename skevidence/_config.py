@@ -119,13 +119,10 @@ def config_context(*, n_threads=_UNSET):
 
     Examples
     --------
-    >>> import numpy as np
     >>> import skevidence
-    >>> from skevidence import EvidenceLinearRegression
-    >>> X = np.random.default_rng(0).normal(size=(200, 2))
-    >>> y = X @ [1.0, -1.0]
-    >>> with skevidence.config_context(n_threads=2):
-    ...     reg = EvidenceLinearRegression(n_particles=32, random_state=0).fit(X, y)
+    >>> with skevidence.config_context(n_threads=4):
+    ...     skevidence.get_config()["n_threads"]  # fits in here use 4 threads
+    4
     >>> skevidence.get_config()["n_threads"]
     1
     """
