@@ -1,5 +1,6 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
+from ._config import config_context, get_config, set_config
 from .ensemble import BayesianModelAverager
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .mixture import EvidenceGMM
@@ -14,4 +15,7 @@ __all__ = [
     "EvidenceLogisticRegression",
     "EvidenceSearch",
     "__version__",
+    "config_context",
+    "get_config",
+    "set_config",
 ]

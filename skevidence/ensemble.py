@@ -11,6 +11,8 @@ from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import normalize_proba
+
 __all__ = ["BayesianModelAverager"]
 
 # Estimator types whose predictive distributions can be averaged.
@@ -460,11 +462,12 @@ class BayesianModelAverager(_BaseComposition):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
+            Columns in the order of ``classes_``; rows in [0, 1] that sum
+            to 1 to machine precision.
         """
         check_is_fitted(self, "weights_")
         probas = self._aligned_member_probas(X, "predict_proba")
-        return np.tensordot(self.weights_, probas, axes=1)
+        return normalize_proba(np.tensordot(self.weights_, probas, axes=1))
 
     @available_if(_members_are("classifier"))
     def predict_log_proba(self, X):
@@ -488,7 +491,9 @@ class BayesianModelAverager(_BaseComposition):
                 log_probas = np.log(self._aligned_member_probas(X, "predict_proba"))
         with np.errstate(divide="ignore"):
             log_w = np.log(self.weights_)
-        return _log_sum_exp(log_w[:, None, None] + log_probas)
+        log_proba = _log_sum_exp(log_w[:, None, None] + log_probas)
+        # renormalise the rounding away, so that exp() never exceeds 1
+        return np.minimum(log_proba - _log_sum_exp(log_proba.T)[:, None], 0.0)
 
     @available_if(_members_are("density_estimator"))
     def score_samples(self, X):

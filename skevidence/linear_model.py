@@ -1,6 +1,8 @@
 """Linear models with an online evidence: EvidenceLinearRegression and
 EvidenceLogisticRegression."""
 
+import warnings
+
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -8,7 +10,7 @@ from sklearn.utils import check_X_y
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import validate_data
 
-from ._base import EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, BaseEvidenceEstimator
+from ._base import EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, BaseEvidenceEstimator, normalize_proba
 from .models import LinearRegressionModel, LogisticRegressionModel
 
 __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
@@ -21,6 +23,28 @@ __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
 # it favours neither weak nor strong fits much, while a spread of a few units
 # of log sigma^2 keeps the first chunk's annealing short.
 _NOISE_PRIOR_FRACTION = 0.1
+
+# Feature scales (root mean square of a column) outside this range draw a
+# warning from EvidenceLogisticRegression: its prior is per unit of feature.
+_UNIT_SCALE_RANGE = (0.1, 10.0)
+
+
+def _warn_if_unscaled(X):
+    """Warn when some feature's scale is far from 1 (the prior's unit)."""
+    rms = np.sqrt(np.mean(np.square(X), axis=0))
+    low, high = _UNIT_SCALE_RANGE
+    far = (rms > high) | ((rms < low) & (rms > 0))
+    if far.any():
+        columns = np.flatnonzero(far)
+        shown = ", ".join(f"{j} ({rms[j]:.3g})" for j in columns[:5])
+        more = f" and {len(columns) - 5} more" if len(columns) > 5 else ""
+        warnings.warn(
+            f"features {shown}{more} have a root-mean-square scale outside "
+            f"[{low}, {high}]. The N(0, prior_std^2) prior is per unit of feature, so on "
+            "unscaled features it is far too wide or too narrow and the evidence "
+            "describes that prior; standardise the features, e.g. "
+            "make_pipeline(StandardScaler(), EvidenceLogisticRegression()).",
+            UserWarning, stacklevel=5)
 
 
 class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
@@ -313,16 +337,17 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         y_std : ndarray of shape (n_samples,)
             Only when ``return_std`` is True.
         """
-        X = self._check_fitted_input(X)
-        Xt = self._as_tensor(X, torch.float64)
+        return self._predict_in_blocks(X, lambda Xt: self._predictive_moments(Xt, return_std))
+
+    def _predictive_moments(self, Xt, return_std):
         theta = self._particles_tensor()
         means = self._model.mean(theta, Xt)  # [M, B]
         W = self._weights_tensor()
         mean = W @ means
         if not return_std:
-            return mean.cpu().numpy()
+            return mean
         var = W @ (means - mean).square() + W @ self._model.noise_variance(theta)
-        return mean.cpu().numpy(), var.sqrt().cpu().numpy()
+        return mean, var.sqrt()
 
     def exact_log_evidence(self, X, y):
         """Closed-form ``log p(y | X)`` under this estimator's prior.
@@ -370,6 +395,11 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     does not grow with the data already seen. Predictions average the
     particles' class probabilities with their importance weights (the
     posterior predictive).
+
+    The prior is per unit of feature, so standardise the features first
+    (``make_pipeline(StandardScaler(), EvidenceLogisticRegression())``);
+    ``fit`` warns when a feature's root-mean-square scale is outside
+    [0.1, 10].
 
     Parameters
     ----------
@@ -515,6 +545,8 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         check_classification_targets(y)
         if reset:
             self.classes_ = self._initial_classes(y, classes)
+            self._check_data_magnitude(X, None)  # raise on overflow before warning on scale
+            _warn_if_unscaled(X)
         elif classes is not None and not np.array_equal(unique_labels(classes), self.classes_):
             raise ValueError(f"`classes={classes!r}` is not the same as on the first call "
                              f"to partial_fit, was: {self.classes_!r}")
@@ -608,12 +640,16 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         log_proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        X = self._check_fitted_input(X)
-        Xt = self._as_tensor(X, torch.float64)
+        n_classes = len(getattr(self, "classes_", ()))  # fitted or not, checked next
+        return self._predict_in_blocks(X, self._log_proba_block, width=n_classes)
+
+    def _log_proba_block(self, Xt):
         log_p = self._model.predict_log_proba(self._particles_tensor(), Xt)  # [M, B, K]
         with np.errstate(divide="ignore"):
             log_w = torch.as_tensor(np.log(self.particle_weights_), device=self.device)
-        return torch.logsumexp(log_w[:, None, None] + log_p, dim=0).cpu().numpy()
+        log_proba = torch.logsumexp(log_w[:, None, None] + log_p, dim=0)
+        # The mixture sums to one exactly; renormalise its rounding away.
+        return (log_proba - torch.logsumexp(log_proba, dim=1, keepdim=True)).clamp_max(0.0)
 
     def predict_proba(self, X):
         """Posterior-predictive class probabilities.
@@ -630,9 +666,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Rows sum to one; columns follow ``classes_``.
+            Rows in [0, 1] that sum to one to machine precision; columns
+            follow ``classes_``.
         """
-        return np.exp(self.predict_log_proba(X))
+        return normalize_proba(np.exp(self.predict_log_proba(X)))
 
     def decision_function(self, X):
         """Scores from the posterior-predictive probabilities.

@@ -8,7 +8,7 @@ from sklearn.base import DensityMixin
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator
+from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator, normalize_proba
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
@@ -259,10 +259,6 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     # -- predictions -------------------------------------------------------------------
 
-    def _data_tensor(self, X):
-        X = self._check_fitted_input(X)
-        return self._as_tensor(X, torch.float64)
-
     def score_samples(self, X):
         """Log posterior-predictive density of every sample.
 
@@ -279,10 +275,12 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         log_density : ndarray of shape (n_samples,)
             Log posterior-predictive density at every point.
         """
-        Xt = self._data_tensor(X)
+        return self._predict_in_blocks(X, self._log_density_block)
+
+    def _log_density_block(self, Xt):
         loglik = self._model.log_likelihood(self._particles_tensor(), (Xt,))  # [M, B]
         log_W = torch.log(self._weights_tensor())
-        return torch.logsumexp(log_W[:, None] + loglik, dim=0).cpu().numpy()
+        return torch.logsumexp(log_W[:, None] + loglik, dim=0)
 
     def score(self, X, y=None):
         """Mean log posterior-predictive density of ``X``.
@@ -317,12 +315,17 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_components)
-            Responsibilities; every row sums to 1.
+            Responsibilities in [0, 1]; every row sums to 1 to machine
+            precision.
         """
-        Xt = self._data_tensor(X)
+        n_components = self.n_components
+        return normalize_proba(self._predict_in_blocks(X, self._responsibilities_block,
+                                                       width=n_components))
+
+    def _responsibilities_block(self, Xt):
         best = self._best_particle
         theta = self._particles_tensor()[best : best + 1]
-        return self._model.responsibilities(theta, Xt)[0].cpu().numpy()
+        return self._model.responsibilities(theta, Xt)[0]
 
     def predict(self, X):
         """Most probable component of every sample, under the highest-weight particle.

@@ -65,7 +65,9 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
             return chol
     raise FloatingPointError(
         "the particles' covariance is not positive definite (the particles "
-        "have collapsed or diverged); reduce learning_rate or increase n_particles"
+        "have collapsed or diverged). Likely causes: data far from unit scale "
+        "(standardise them, e.g. StandardScaler), a learning_rate too large "
+        "(try a tenth of it), or fewer particles than parameters (increase n_particles)"
     )
 
 

@@ -168,8 +168,10 @@ def _reweight(state, loglik, delta):
     if not np.isfinite(log_increment):
         raise FloatingPointError(
             "every particle has zero likelihood for the current chunk "
-            f"(after {state.n_seen} observations); the model cannot explain "
-            "these data, or the sampler diverged (try a smaller learning_rate)"
+            f"(after {state.n_seen} observations). Most likely the data are on a "
+            "scale the prior cannot explain (features or targets far from unit "
+            "scale: standardise them, e.g. StandardScaler, or widen the prior); "
+            "otherwise the sampler diverged (try a smaller learning_rate)"
         )
     state.log_evidence += log_increment
     state.log_W = log_w - log_increment
@@ -198,8 +200,10 @@ def _discard_diverged(state):
         return
     if not ok.any():
         raise FloatingPointError(
-            f"all particles diverged after {state.n_seen} observations; "
-            "reduce learning_rate or increase n_burnin"
+            f"all particles diverged after {state.n_seen} observations. Likely "
+            "causes: data far from unit scale (standardise features and targets, "
+            "e.g. StandardScaler), a learning_rate too large for this posterior "
+            "(try a tenth of it), or too few particles"
         )
     state.n_diverged += int((~ok).sum())
     state.log_W = log_normalize(np.where(ok, state.log_W, -np.inf))
