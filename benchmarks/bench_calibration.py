@@ -52,7 +52,7 @@ def logistic(seed, n=2000):
     from bench_logistic import importance_sampling
     X, y = make_logistic_regression(n, n_features=3, n_classes=3, random_state=seed)
     est = EvidenceLogisticRegression(random_state=seed).fit(X, y)
-    ref, ref_se, _, _ = importance_sampling(X, y, 3, n_samples=100_000, seed=seed)
+    ref, ref_se, _, _ = importance_sampling(X, y, 3, n_samples=20_000, seed=seed)
     return est, ref, ref_se
 
 
@@ -70,7 +70,7 @@ def gmm3(seed, n=2000):
 
 SETTINGS = {"linear": (linear, 20_000), "logistic": (logistic, 2000), "gmm1": (gmm1, 2000),
             "gmm3": (gmm3, 2000)}
-DEFAULT_RUNS = {"linear": 20, "logistic": 8, "gmm1": 8, "gmm3": 6}
+DEFAULT_RUNS = {"linear": 20, "logistic": 6, "gmm1": 10, "gmm3": 6}
 
 
 def calibrate(name, runs, islands):

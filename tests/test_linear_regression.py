@@ -56,7 +56,8 @@ def test_fitted_attributes_and_predictions():
     X, y = paper_linear_data(4000, 7)
     reg = EvidenceLinearRegression(random_state=0).fit(X, y)
     trace = reg.evidence_trace_
-    assert list(trace) == ["n_seen", "log_evidence", "n_annealing_steps", "ess"]
+    assert list(trace) == ["n_seen", "log_evidence", "n_annealing_steps", "ess",
+                           "log_evidence_std"]
     np.testing.assert_array_equal(trace["n_seen"], np.arange(500, 4001, 500))
     assert trace["log_evidence"][-1] == reg.log_evidence_
     assert np.all(trace["n_annealing_steps"] >= 1)
