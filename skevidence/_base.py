@@ -182,6 +182,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             X, y = self._validate_training_data(X, y, reset=reset, **kwargs)
             if reset:
                 self._config = self._engine_config()
+                self.__dict__.pop("_gap_checked", None)  # a new run: check it afresh
                 self._model = self._make_model(X, y)
                 self._state = sgais.init(self._model, self._config, self._make_generator(),
                                          dtype=self._torch_dtype, device=self.device)
@@ -267,6 +268,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             "n_islands": int(state.island_starts.shape[0]),
             "log_evidence_std": self.log_evidence_std_,
             "posterior_gap": float(gap),
+            "posterior_gap_n_seen": int(self._gap_checked[0]),
             "posterior_gap_threshold": float(diagnostics.gap_threshold(d)),
             "log_posterior_optimum": float(optimum),
             "mean_log_posterior": float(mean_log_p),

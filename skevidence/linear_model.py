@@ -61,8 +61,9 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         warm-up moves), ``ess``, ``log_evidence_std``, ``posterior_gap``
         (the particles' mean log posterior below what a short L-BFGS run
         from the best particle reaches; about ``n_params / 2`` at the
-        posterior) with its ``posterior_gap_threshold``, and
-        ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
+        posterior) with its ``posterior_gap_threshold`` and
+        ``posterior_gap_n_seen`` (the check reruns when the data seen have
+        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
         issued when ``warnings`` is not empty: most particles diverged in
         one move, the ESS collapsed, a chunk needed more than 200
         annealing steps, or the gap exceeds its threshold.
@@ -322,8 +323,9 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         warm-up moves), ``ess``, ``log_evidence_std``, ``posterior_gap``
         (the particles' mean log posterior below what a short L-BFGS run
         from the best particle reaches; about ``n_params / 2`` at the
-        posterior) with its ``posterior_gap_threshold``, and
-        ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
+        posterior) with its ``posterior_gap_threshold`` and
+        ``posterior_gap_n_seen`` (the check reruns when the data seen have
+        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
         issued when ``warnings`` is not empty: most particles diverged in
         one move, the ESS collapsed, a chunk needed more than 200
         annealing steps, or the gap exceeds its threshold.

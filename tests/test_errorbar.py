@@ -201,3 +201,13 @@ def test_engine_state_has_the_counters_after_rollback():
     sgais.update(model, state, config, (X[1000:], y[1000:]))
     sgais.rollback(state, ckpt)
     assert (state.n_resamplings, state.log_evidence_var, state.log_evidence_std) == before
+
+
+def test_refit_checks_the_new_run_and_partial_fit_rechecks_on_doubling():
+    X, y = paper_linear_data(1200, 4)
+    reg = EvidenceLinearRegression(n_particles=32, n_burnin=5, random_state=0).fit(X[:800], y[:800])
+    first = reg._gap_checked
+    reg.partial_fit(X[800:1000], y[800:1000])  # 1000 < 2 * 800: the check is reused
+    assert reg._gap_checked is first
+    reg.fit(X[:300], y[:300])  # a new run is checked afresh
+    assert reg._gap_checked[0] == 300
