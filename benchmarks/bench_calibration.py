@@ -37,7 +37,11 @@ from sklearn.datasets import make_blobs
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression  # noqa: E402
+from skevidence import (  # noqa: E402
+    EvidenceGMM,
+    EvidenceLinearRegression,
+    EvidenceLogisticRegression,
+)
 from skevidence.datasets import make_logistic_regression  # noqa: E402
 
 
@@ -112,8 +116,8 @@ def main():
         fmt = lambda key, spec: format(r[key], spec) if key in r else "-"  # noqa: E731
         ratio_rms = fmt("ratio", ".2f") if "rms" in r else "-"
         ratio_spread = fmt("ratio", ".2f") if "spread" in r else "-"
-        print(f"{r['model']:>9} {r['N']:>6} {r['runs']:>4} {r['islands']:>3} {fmt('cov1', '.2f'):>5} "
-              f"{fmt('cov2', '.2f'):>5} {ratio_rms:>7} {ratio_spread:>10} {r['mean_std']:>8.3f} "
+        print(f"{r['model']:>9} {r['N']:>6} {r['runs']:>4} {r['islands']:>3} "
+              f"{fmt('cov1', '.2f'):>5} {fmt('cov2', '.2f'):>5} {ratio_rms:>7} {ratio_spread:>10} {r['mean_std']:>8.3f} "
               f"{fmt('rms', '.3f') if 'rms' in r else fmt('spread', '.3f'):>7} "
               f"{fmt('bias', '.3f'):>6} {r['max_ref_se']:>6.3f} {r['seconds']:>5.0f}", flush=True)
 

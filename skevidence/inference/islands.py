@@ -85,7 +85,8 @@ def systematic_resample_islands(log_W, u, starts, which):
     # Each island's weights normalised to a CDF on [g, g + 1]: one sorted
     # array for all islands, searched once.
     within = np.exp(log_W - np.repeat(np.where(np.isfinite(log_mass), log_mass, 0.0), sizes))
-    within = np.where(np.repeat(np.isfinite(log_mass), sizes), within, 1.0 / np.repeat(sizes, sizes))
+    dead = np.repeat(~np.isfinite(log_mass), sizes)
+    within = np.where(dead, 1.0 / np.repeat(sizes, sizes), within)
     cdf = island_of + _within_island_cumsum(within, starts, sizes)
     points = island_of + (np.arange(M) - starts[island_of] + u) / sizes[island_of]
     drawn = np.searchsorted(cdf, points, side="right")

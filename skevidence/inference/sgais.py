@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from ..models.base import batch_size_of, take
-from .annealing import ess, log_normalize, next_increment
 from . import islands
+from .annealing import ess, log_normalize, next_increment
 from .control_variates import ControlVariate
 from .kernels import baoab, covariance_preconditioner, ghmc, isotropic_preconditioner, sghmc
 from .reservoir import Reservoir
@@ -269,7 +269,8 @@ def _discard_diverged(state):
     # Within an island the survivors inherit the lost weight (the island's
     # Z_g is kept, as one sampler conditioned on not diverging); an island
     # that lost every particle drops out of the evidence and its error bar.
-    shift = np.where(np.isfinite(new_mass), old_mass - np.where(np.isfinite(new_mass), new_mass, 0.0), 0.0)
+    alive = np.isfinite(new_mass)
+    shift = np.where(alive, old_mass - np.where(alive, new_mass, 0.0), 0.0)
     state.log_W = log_normalize(log_W + np.repeat(shift, sizes))
     state.theta = torch.where(torch.as_tensor(ok, device=state.theta.device)[:, None],
                               state.theta, torch.zeros_like(state.theta))
