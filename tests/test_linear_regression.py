@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from skevidence import EvidenceLinearRegression
 from tests.conftest import paper_linear_data
@@ -183,8 +184,11 @@ def test_bounded_reservoir_stays_accurate():
 
 def test_paper_settings_are_reachable_and_float32_runs():
     X, y = paper_linear_data(2000, 12)
-    paper = EvidenceLinearRegression(n_particles=10, target_ess=0.5, resample_threshold=0.0,
-                                     random_state=0).fit(X, y)
+    # The paper's 10 particles without resampling end about 116 nats low
+    # with an ESS near 1: the run says it is not trustworthy.
+    with pytest.warns(ConvergenceWarning, match="not trustworthy"):
+        paper = EvidenceLinearRegression(n_particles=10, target_ess=0.5,
+                                         resample_threshold=0.0, random_state=0).fit(X, y)
     assert np.isfinite(paper.log_evidence_)
     f32 = EvidenceLinearRegression(dtype="float32", random_state=0).fit(X, y)
     assert abs(f32.log_evidence_ - f32.exact_log_evidence(X, y)) <= 1.0
