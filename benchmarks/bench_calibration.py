@@ -21,7 +21,7 @@ below 1 or 2 ``log_evidence_std_``; 0.68 and 0.95 for an exact Gaussian
 error bar), mean std / RMS error (1 when calibrated), the RMS error and
 the mean error (the sampler's bias, which the std does not capture).
 
-    python benchmarks/bench_calibration.py                      # all, about 5-10 min
+    python benchmarks/bench_calibration.py                      # all, about 10 min
     python benchmarks/bench_calibration.py --models linear --runs 20
     python benchmarks/bench_calibration.py --models linear --islands 8   # island variant
 """
