@@ -6,6 +6,7 @@ class turns ``fit`` / ``partial_fit`` into calls of the SGAIS engine and
 guarantees that a failed call leaves a fitted estimator as it was.
 """
 
+import math
 import numbers
 import time
 import warnings
@@ -18,9 +19,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import sgais
+from .inference import diagnostics, sgais
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "normalize_proba"]
+
+# Thresholds of the untrustworthy-run warning (see _untrustworthy_reasons).
+# Final ESS below this fraction of the particles: the islands' weights (or
+# one island's) have degenerated.
+ESS_COLLAPSE = 0.05
+# Annealing steps of one chunk after the first (healthy default fits: at
+# most 7 on linear regression at N = 2e4, 9 on a 12-parameter logistic
+# model; the first chunk starts from the prior and needs about 30).
+MAX_ANNEALING_STEPS = 200
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -279,6 +289,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             self._check_data_magnitude(X, y)
             if reset:
                 self._config = self._engine_config()
+                self.__dict__.pop("_gap_checked", None)  # a new run: check it afresh
                 self._model = self._make_model(X, y)
                 self._state = sgais.init(self._model, self._config, self._make_generator(),
                                          dtype=self._torch_dtype, device=self.device)
@@ -288,6 +299,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             sgais.update(self._model, self._state, self._config, batch,
                          callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
+            self._warn_if_untrustworthy()
         except BaseException:
             if ckpt is not None:
                 sgais.rollback(self._state, ckpt)
@@ -323,7 +335,9 @@ class BaseEvidenceEstimator(BaseEstimator):
             "log_evidence": trace[:, 1],
             "n_annealing_steps": trace[:, 2].astype(np.int64),
             "ess": trace[:, 3],
+            "log_evidence_std": trace[:, 4],
         }
+        self.log_evidence_std_ = float(state.log_evidence_std)
         self.n_samples_seen_ = int(state.n_seen)
         self.particles_ = state.theta.detach().to("cpu", torch.float64).numpy().copy()
         self.particle_weights_ = np.exp(state.log_W)
@@ -349,6 +363,79 @@ class BaseEvidenceEstimator(BaseEstimator):
         if isinstance(parts[0], tuple):
             return tuple(torch.cat(column).cpu().numpy() for column in zip(*parts))
         return torch.cat(parts).cpu().numpy()
+
+    # -- diagnostics -------------------------------------------------------------
+
+    def _posterior_gap(self):
+        """The posterior-gap check (see inference/diagnostics.py), rerun only
+        when the data seen have doubled since the last one, so that a
+        stream fed in many small ``partial_fit`` calls pays for it about
+        twice in all."""
+        state = self._state
+        last = getattr(self, "_gap_checked", None)
+        if last is not None and state.n_seen < 2 * last[0]:
+            return last[1]
+        W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+        gap = diagnostics.posterior_gap(self._model, state.theta, W, state.reservoir.data(),
+                                        state.n_seen)
+        self._gap_checked = (state.n_seen, gap)
+        return gap
+
+    def _diagnostics(self):
+        state = self._state
+        M, d = state.theta.shape
+        steps = self.evidence_trace_["n_annealing_steps"]
+        gap, optimum, mean_log_p = self._posterior_gap()
+        return {
+            "n_diverged": int(state.n_diverged),
+            "max_diverged_fraction": float(state.max_diverged_fraction),
+            "n_resamplings": int(state.n_resamplings),
+            "n_annealing_steps": steps.copy(),
+            "adjusted_acceptance": (state.acceptance_sum / state.n_adjusted_moves
+                                    if state.n_adjusted_moves else math.nan),
+            "ess": float(sgais.ess(state.log_W)),
+            "n_islands": int(state.island_starts.shape[0]),
+            "log_evidence_std": self.log_evidence_std_,
+            "posterior_gap": float(gap),
+            "posterior_gap_n_seen": int(self._gap_checked[0]),
+            "posterior_gap_threshold": float(diagnostics.gap_threshold(d)),
+            "log_posterior_optimum": float(optimum),
+            "mean_log_posterior": float(mean_log_p),
+        }
+
+    def _untrustworthy_reasons(self, diag):
+        M = self._state.theta.shape[0]
+        steps = diag["n_annealing_steps"]
+        reasons = []
+        if diag["max_diverged_fraction"] > 0.5:
+            reasons.append(f"{diag['max_diverged_fraction']:.0%} of the particles diverged in one "
+                           "move (reduce learning_rate)")
+        if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
+            reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
+                           "particles (increase n_particles)")
+        if steps.shape[0] > 1 and steps[1:].max() > MAX_ANNEALING_STEPS:
+            reasons.append(f"a chunk needed {int(steps[1:].max())} annealing steps (the moves "
+                           "do not keep the particles at the posterior; reduce learning_rate "
+                           "or increase n_burnin)")
+        gap = diag["posterior_gap"]
+        if not math.isfinite(gap) or gap > diag["posterior_gap_threshold"]:
+            reasons.append(
+                f"the particles' mean log posterior is {gap:.4g} nats below what a short "
+                f"optimisation from the best particle reaches (expected about "
+                f"{self._state.theta.shape[1] / 2:.4g}): the particles have not reached the "
+                "posterior (try a smaller learning_rate, more n_burnin or n_particles)")
+        return reasons
+
+    def _warn_if_untrustworthy(self):
+        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy."""
+        diag = self._diagnostics()
+        diag["warnings"] = self._untrustworthy_reasons(diag)
+        self.diagnostics_ = diag
+        if diag["warnings"]:
+            warnings.warn(
+                f"{type(self).__name__}: the evidence estimate is not trustworthy: "
+                + "; ".join(diag["warnings"]) + ". See diagnostics_.",
+                ConvergenceWarning, stacklevel=4)
 
     def _check_fitted_input(self, X):
         """Validate prediction inputs and return them as a tensor batch."""

@@ -1,6 +1,7 @@
 """Bayesian model averaging of evidence estimators: BayesianModelAverager."""
 
 import numbers
+import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -13,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import normalize_proba
 
-__all__ = ["BayesianModelAverager"]
+__all__ = ["BayesianModelAverager", "EvidenceTieWarning"]
 
 # Estimator types whose predictive distributions can be averaged.
 _KINDS = ("regressor", "classifier", "density_estimator")
@@ -74,6 +75,50 @@ def _fitted_log_evidence(estimator, name):
     if not (isinstance(value, numbers.Real) and np.isfinite(value)):
         raise ValueError(f"estimator {name!r} has a non-finite log_evidence_ {value!r}")
     return float(value)
+
+
+class EvidenceTieWarning(UserWarning):
+    """The two most probable models are closer than their evidences' error bars.
+
+    Issued by :class:`BayesianModelAverager` and
+    :class:`~skevidence.model_selection.EvidenceSearch` when the two
+    largest ``log_evidence + log_prior`` differ by less than
+    ``2 sqrt(s1^2 + s2^2)``, with ``s1``, ``s2`` their ``log_evidence_std_``:
+    the ranking of the two (and their posterior probabilities) is within
+    the Monte Carlo noise of the estimates. Refit with more
+    ``n_particles`` (the std falls about as ``1 / sqrt(n_particles)``) to
+    separate them.
+    """
+
+
+def _fitted_log_evidence_std(estimator):
+    """``log_evidence_std_`` of a fitted member; ``nan`` (unknown) when it has none."""
+    value = getattr(_final_step(estimator), "log_evidence_std_", None)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value):
+        return float(value)
+    return float("nan")
+
+
+def _warn_if_tied(log_posterior, stds, names, stacklevel=3):
+    """EvidenceTieWarning when the best two are within ``2 sqrt(s1^2 + s2^2)``.
+
+    An unknown std (``nan``: a member without ``log_evidence_std_``) counts
+    as 0, so members that report no error bar never trigger the warning
+    by themselves.
+    """
+    if len(log_posterior) < 2:
+        return
+    first, second = np.argsort(-np.asarray(log_posterior), kind="stable")[:2]
+    s = np.nan_to_num(np.asarray(stds, dtype=np.float64)[[first, second]], nan=0.0)
+    bar = 2.0 * float(np.sqrt(np.sum(s**2)))
+    diff = float(log_posterior[first] - log_posterior[second])
+    if diff < bar:
+        warnings.warn(
+            f"the two most probable models {names[first]!r} and {names[second]!r} differ by "
+            f"{diff:.3g} nats in log posterior, less than twice their combined Monte Carlo "
+            f"error ({bar:.3g} nats): their ranking is not resolved; refit with more "
+            "n_particles to separate them",
+            EvidenceTieWarning, stacklevel=stacklevel)
 
 
 def _check_same_data(estimators, names):
@@ -199,6 +244,11 @@ class BayesianModelAverager(_BaseComposition):
         The fitted members by name.
     log_evidences_ : ndarray of shape (n_estimators,)
         The members' ``log p(D | M_k)``.
+    log_evidence_stds_ : ndarray of shape (n_estimators,)
+        The members' ``log_evidence_std_`` (Monte Carlo standard deviation
+        of ``log_evidences_``), ``nan`` for members that report none. An
+        :class:`EvidenceTieWarning` is issued when the two most probable
+        members are closer than twice their combined std.
     weights_ : ndarray of shape (n_estimators,)
         Posterior model probabilities ``p(M_k | D)``; they sum to 1.
     log_evidence_ : float
@@ -377,10 +427,12 @@ class BayesianModelAverager(_BaseComposition):
         if kind == "classifier":
             classes = np.unique(np.concatenate([np.asarray(est.classes_) for est in fitted]))
         log_posterior = log_evidences + log_prior
+        stds = np.array([_fitted_log_evidence_std(est) for est in fitted])
         # Everything is assigned once all checks have passed.
         self.estimators_ = list(fitted)
         self.named_estimators_ = Bunch(**dict(zip(names, fitted)))
         self.log_evidences_ = log_evidences
+        self.log_evidence_stds_ = stds
         self.log_evidence_ = float(_log_sum_exp(log_posterior))
         self.weights_ = np.exp(_log_softmax(log_posterior))
         if kind == "classifier":
@@ -391,6 +443,7 @@ class BayesianModelAverager(_BaseComposition):
             self.__dict__.pop(attr, None)
             if hasattr(source, attr):
                 setattr(self, attr, getattr(source, attr))
+        _warn_if_tied(log_posterior, stds, names, stacklevel=4)
         return self
 
     # -- predictions -----------------------------------------------------------

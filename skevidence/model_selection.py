@@ -16,7 +16,9 @@ from .ensemble import (
     _check_same_data,
     _final_step,
     _fitted_log_evidence,
+    _fitted_log_evidence_std,
     _log_softmax,
+    _warn_if_tied,
 )
 
 __all__ = ["EvidenceSearch"]
@@ -94,7 +96,11 @@ class EvidenceSearch(BaseEstimator):
     results_ : dict of ndarray
         One entry per candidate, loadable into a ``pandas.DataFrame``:
         ``params`` (dicts), one masked ``param_<name>`` column per parameter,
-        ``log_evidence``, ``posterior_probability`` (``p(M_k | D)``),
+        ``log_evidence``, ``log_evidence_std`` (the candidate's
+        ``log_evidence_std_``, ``nan`` if it reports none; an
+        :class:`~skevidence.ensemble.EvidenceTieWarning` is issued when the
+        best two are closer than ``2 sqrt(s1^2 + s2^2)``),
+        ``posterior_probability`` (``p(M_k | D)``),
         ``log_bayes_factor`` (``log p(D | M_k) - log p(D | M_best)``),
         ``rank`` (1 for the most probable candidate), ``n_samples_seen``
         and ``fit_time`` (seconds, summed over ``partial_fit`` calls).
@@ -233,6 +239,7 @@ class EvidenceSearch(BaseEstimator):
         results["params"][:] = params
         results.update(self._param_columns(params))
         results["log_evidence"] = log_evidence
+        results["log_evidence_std"] = np.array([_fitted_log_evidence_std(est) for est in fitted])
         results["posterior_probability"] = np.exp(log_posterior)
         results["log_bayes_factor"] = log_evidence - log_evidence[best]
         results["rank"] = _min_rank(log_posterior)
@@ -250,6 +257,8 @@ class EvidenceSearch(BaseEstimator):
             self.__dict__.pop(attr, None)
             if hasattr(self.best_estimator_, attr):
                 setattr(self, attr, getattr(self.best_estimator_, attr))
+        _warn_if_tied(log_evidence + log_prior, results["log_evidence_std"],
+                      [_candidate_name(p) for p in params], stacklevel=4)
 
     @staticmethod
     def _param_columns(params):

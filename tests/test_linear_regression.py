@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_diabetes
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import BayesianRidge
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
@@ -61,7 +62,8 @@ def test_fitted_attributes_and_predictions():
     X, y = paper_linear_data(4000, 7)
     reg = EvidenceLinearRegression(random_state=0).fit(X, y)
     trace = reg.evidence_trace_
-    assert list(trace) == ["n_seen", "log_evidence", "n_annealing_steps", "ess"]
+    assert list(trace) == ["n_seen", "log_evidence", "n_annealing_steps", "ess",
+                           "log_evidence_std"]
     np.testing.assert_array_equal(trace["n_seen"], np.arange(500, 4001, 500))
     assert trace["log_evidence"][-1] == reg.log_evidence_
     assert np.all(trace["n_annealing_steps"] >= 1)
@@ -195,8 +197,11 @@ def test_bounded_reservoir_stays_accurate():
 
 def test_paper_settings_are_reachable_and_float32_runs():
     X, y = paper_linear_data(2000, 12)
-    paper = EvidenceLinearRegression(n_particles=10, target_ess=0.5, resample_threshold=0.0,
-                                     random_state=0).fit(X, y)
+    # The paper's 10 particles without resampling end about 116 nats low
+    # with an ESS near 1: the run says it is not trustworthy.
+    with pytest.warns(ConvergenceWarning, match="not trustworthy"):
+        paper = EvidenceLinearRegression(n_particles=10, target_ess=0.5,
+                                         resample_threshold=0.0, random_state=0).fit(X, y)
     assert np.isfinite(paper.log_evidence_)
     f32 = EvidenceLinearRegression(dtype="float32", random_state=0).fit(X, y)
     assert abs(f32.log_evidence_ - f32.exact_log_evidence(X, y)) <= 1.0

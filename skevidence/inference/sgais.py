@@ -24,18 +24,18 @@ import numpy as np
 import torch
 
 from ..models.base import batch_size_of, take
+from . import islands
 from .annealing import ess, log_normalize, next_increment
 from .control_variates import ControlVariate
 from .kernels import baoab, covariance_preconditioner, ghmc, isotropic_preconditioner, sghmc
 from .reservoir import Reservoir
-from .resampling import systematic_resample
 
 __all__ = [
     "SGAISConfig", "SGAISState", "TRACE_FIELDS", "init", "update", "sghmc_move",
     "checkpoint", "rollback",
 ]
 
-TRACE_FIELDS = ("n_seen", "log_evidence", "n_annealing_steps", "ess")
+TRACE_FIELDS = ("n_seen", "log_evidence", "n_annealing_steps", "ess", "log_evidence_std")
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
 # reverses the momentum, so a high rate keeps the trajectories going.
@@ -72,6 +72,10 @@ class SGAISConfig:
     # exact_move): few data give the least Gaussian posteriors, where a
     # step size that suits the particles' covariance can still diverge.
     exact_warmup: bool = True
+    # Particle islands (see islands.py): resampling stays within each of
+    # this many islands (fewer for small clouds), whose spread of evidence
+    # estimates gives log_evidence_std.
+    n_islands: int = 1
 
 
 @dataclass
@@ -88,6 +92,26 @@ class SGAISState:
     n_diverged: int = 0
     exact_step_size: float = 0.5  # of the Metropolis-adjusted warmup moves, adapted
     trace: list = field(default_factory=list)
+    island_starts: np.ndarray | None = None  # [G] first particle of each island
+    # Counters for the estimators' diagnostics_.
+    n_resamplings: int = 0  # island resampling events
+    max_diverged_fraction: float = 0.0  # largest share of live particles lost in one move
+    acceptance_sum: float = 0.0  # of the Metropolis-adjusted moves
+    n_adjusted_moves: int = 0
+    # Variance of log_evidence accumulated over the weight segments closed
+    # by resampling (see segment_variance).
+    log_evidence_var: float = 0.0
+
+    @property
+    def log_evidence_std(self):
+        """Estimated Monte Carlo std of ``log_evidence``.
+
+        With islands, from their spread; otherwise the segments' variances
+        (closed ones plus the current one).
+        """
+        if self.island_starts.shape[0] > 1:
+            return islands.log_evidence_std(self.log_W, self.island_starts)
+        return math.sqrt(self.log_evidence_var + segment_variance(self.log_W))
 
     @property
     def weights(self):
@@ -109,6 +133,7 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
         generator=generator,
         reservoir=Reservoir(capacity=config.reservoir_size),
         cv=cv,
+        island_starts=islands.island_starts(M, islands.n_islands_for(M, config.n_islands)),
     )
 
 
@@ -142,8 +167,7 @@ def _condition_on_chunk(model, state, config, chunk, move):
         _reweight(state, loglik, delta)
         lam = 1.0 if delta == remaining else lam + delta
         n_steps += 1
-        if not np.all(np.isfinite(state.log_W)) or ess(state.log_W) < config.resample_threshold * M:
-            _resample(state)
+        _resample(state, _islands_to_resample(state, config))
         state.theta = move(model, state, config, chunk, lam)
         _discard_diverged(state)
         loglik = _chunk_log_likelihood(model, state.theta, chunk)
@@ -151,7 +175,8 @@ def _condition_on_chunk(model, state, config, chunk, move):
     if state.cv is not None:
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
-    state.trace.append((state.n_seen, state.log_evidence, n_steps, ess(state.log_W)))
+    state.trace.append((state.n_seen, state.log_evidence, n_steps, ess(state.log_W),
+                        state.log_evidence_std))
 
 
 def _chunk_log_likelihood(model, theta, chunk):
@@ -177,13 +202,44 @@ def _reweight(state, loglik, delta):
     state.log_W = log_w - log_increment
 
 
-def _resample(state):
+def _islands_to_resample(state, config):
+    """Islands whose weights degenerated (ESS below the threshold) or hold zeros."""
+    starts = state.island_starts
+    sizes = islands.island_sizes(state.log_W.shape[0], starts)
+    has_zero = np.logical_or.reduceat(~np.isfinite(state.log_W), starts)
+    low = islands.island_ess(state.log_W, starts) < config.resample_threshold * sizes
+    return has_zero | low
+
+
+def segment_variance(log_W):
+    """Relative variance of the evidence factor of one weight segment.
+
+    Between two resamplings the evidence factor is the mean of the
+    particles' accumulated incremental weights (annealed importance
+    sampling); for particles that started the segment as independent
+    draws its relative variance is ``sum W^2 - 1 / M = 1 / ESS - 1 / M``,
+    the delta-method variance of its log. Segments are separated by
+    resampling, so their errors are uncorrelated (martingale differences)
+    and the variances add up.
+    """
+    return max(float(np.exp(2.0 * log_W).sum()) - 1.0 / log_W.shape[0], 0.0)
+
+
+def _resample(state, which):
+    """Systematic resampling within the islands flagged in ``which`` ``[G]``."""
+    live = np.isfinite(islands.island_log_mass(state.log_W, state.island_starts))
+    which = which & live
+    if not which.any():
+        return
+    if which.shape[0] == 1:
+        state.log_evidence_var += segment_variance(state.log_W)
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
-    index = systematic_resample(state.log_W, u)
+    index, state.log_W = islands.systematic_resample_islands(
+        state.log_W, u, state.island_starts, which)
     index_t = torch.as_tensor(index, device=state.theta.device)
     state.theta = state.theta[index_t]
-    state.log_W = np.full_like(state.log_W, -math.log(state.log_W.shape[0]))
+    state.n_resamplings += int(which.sum())
     if state.cv is not None:
         state.cv.select(index_t)
 
@@ -198,18 +254,31 @@ def _discard_diverged(state):
     ok = torch.isfinite(state.theta).all(1).cpu().numpy()
     if ok.all():
         return
-    if not ok.any():
+    live = np.isfinite(state.log_W)
+    if not (ok & live).any():
         raise FloatingPointError(
             f"all particles diverged after {state.n_seen} observations. Likely "
             "causes: data far from unit scale (standardise features and targets, "
             "e.g. StandardScaler), a learning_rate too large for this posterior "
             "(try a tenth of it), or too few particles"
         )
-    state.n_diverged += int((~ok).sum())
-    state.log_W = log_normalize(np.where(ok, state.log_W, -np.inf))
+    lost = int((~ok & live).sum())
+    state.n_diverged += lost
+    state.max_diverged_fraction = max(state.max_diverged_fraction, lost / max(live.sum(), 1))
+    starts = state.island_starts
+    sizes = islands.island_sizes(ok.shape[0], starts)
+    old_mass = islands.island_log_mass(state.log_W, starts)
+    log_W = np.where(ok, state.log_W, -np.inf)
+    new_mass = islands.island_log_mass(log_W, starts)
+    # Within an island the survivors inherit the lost weight (the island's
+    # Z_g is kept, as one sampler conditioned on not diverging); an island
+    # that lost every particle drops out of the evidence and its error bar.
+    alive = np.isfinite(new_mass)
+    shift = np.where(alive, old_mass - np.where(alive, new_mass, 0.0), 0.0)
+    state.log_W = log_normalize(log_W + np.repeat(shift, sizes))
     state.theta = torch.where(torch.as_tensor(ok, device=state.theta.device)[:, None],
                               state.theta, torch.zeros_like(state.theta))
-    _resample(state)
+    _resample(state, np.logical_or.reduceat(~ok, starts))
 
 
 def _maybe_refresh_reference(model, state, config):
@@ -302,6 +371,8 @@ def exact_move(model, state, config, chunk, lam):
         theta, acceptance = ghmc(theta, log_density_and_grad, _n_moves(state, config),
                                  state.exact_step_size, config.momentum_decay, chol,
                                  state.generator)
+        state.acceptance_sum += acceptance
+        state.n_adjusted_moves += 1
         step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
         state.exact_step_size = min(max(step, 1e-4), 4.0)
         return theta
@@ -349,6 +420,7 @@ class Checkpoint:
     n_diverged: int
     exact_step_size: float
     trace_len: int
+    counters: tuple
     reservoir: tuple
     cv: tuple | None
 
@@ -367,8 +439,13 @@ def checkpoint(state):
         cv = (state.cv.theta_ref, state.cv.grad_sum.clone(), state.cv.n_at_refresh)
     return Checkpoint(state.theta, state.log_W.copy(), state.generator.get_state(),
                       state.n_seen, state.log_evidence, state.n_diverged,
-                      state.exact_step_size, len(state.trace),
+                      state.exact_step_size, len(state.trace), _counters(state),
                       (res.n_seen, res.size, buffers), cv)
+
+
+def _counters(state):
+    return (state.n_resamplings, state.max_diverged_fraction, state.acceptance_sum,
+            state.n_adjusted_moves, state.log_evidence_var)
 
 
 def rollback(state, ckpt):
@@ -378,6 +455,8 @@ def rollback(state, ckpt):
     state.n_seen, state.log_evidence = ckpt.n_seen, ckpt.log_evidence
     state.n_diverged, state.exact_step_size = ckpt.n_diverged, ckpt.exact_step_size
     del state.trace[ckpt.trace_len:]
+    (state.n_resamplings, state.max_diverged_fraction, state.acceptance_sum,
+     state.n_adjusted_moves, state.log_evidence_var) = ckpt.counters
     state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
     if ckpt.cv is not None:
         state.cv.theta_ref, state.cv.grad_sum, state.cv.n_at_refresh = ckpt.cv

@@ -1,0 +1,126 @@
+"""Is ``log_evidence_std_`` calibrated? Coverage of the error bar against references.
+
+One row per setting: the estimator is fitted on ``runs`` seeded data sets
+(sampler seed = data seed) and its error against a reference is compared
+with its own ``log_evidence_std_``:
+
+- ``linear``: the paper's linear regression (5 features, tests/conftest.py
+  ``paper_linear_data``) at N = 2e4 against the closed form;
+- ``logistic``: 3 features, 3 classes (``make_logistic_regression``) at
+  N = 2000 against importance sampling from a Laplace-fitted t
+  (``bench_logistic.importance_sampling``; its own standard error is
+  printed and is far below the errors measured);
+- ``gmm1``: a one-component EvidenceGMM (2-D Gaussian data) against its
+  closed form;
+- ``gmm3``: a three-cluster data set, one data set and ``runs`` sampler
+  seeds: no reference, so the column ``spread`` is the std of the
+  estimates over seeds and ``std/spread`` compares the error bar with it.
+
+Columns: coverage of 1 and 2 std (the fraction of runs whose |error| is
+below 1 or 2 ``log_evidence_std_``; 0.68 and 0.95 for an exact Gaussian
+error bar), mean std / RMS error (1 when calibrated), the RMS error and
+the mean error (the sampler's bias, which the std does not capture).
+
+    python benchmarks/bench_calibration.py                      # all, about 10 min
+    python benchmarks/bench_calibration.py --models linear --runs 20
+    python benchmarks/bench_calibration.py --models linear --islands 8   # island variant
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+from sklearn.datasets import make_blobs
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from skevidence import (  # noqa: E402
+    EvidenceGMM,
+    EvidenceLinearRegression,
+    EvidenceLogisticRegression,
+)
+from skevidence.datasets import make_logistic_regression  # noqa: E402
+
+
+def linear(seed, n=20_000):
+    from conftest import paper_linear_data
+    X, y = paper_linear_data(n, seed)
+    est = EvidenceLinearRegression(random_state=seed).fit(X, y)
+    return est, est.exact_log_evidence(X, y), 0.0
+
+
+def logistic(seed, n=2000):
+    from bench_logistic import importance_sampling
+    X, y = make_logistic_regression(n, n_features=3, n_classes=3, random_state=seed)
+    est = EvidenceLogisticRegression(random_state=seed).fit(X, y)
+    ref, ref_se, _, _ = importance_sampling(X, y, 3, n_samples=20_000, seed=seed)
+    return est, ref, ref_se
+
+
+def gmm1(seed, n=2000):
+    X = np.random.default_rng(seed).normal(loc=[1.0, -2.0], scale=[0.5, 2.0], size=(n, 2))
+    est = EvidenceGMM(n_components=1, random_state=seed).fit(X)
+    return est, est.exact_log_evidence(X), 0.0
+
+
+def gmm3(seed, n=2000):
+    X, _ = make_blobs(n_samples=n, centers=3, cluster_std=1.0, random_state=0)
+    est = EvidenceGMM(n_components=3, random_state=seed).fit(X)
+    return est, np.nan, 0.0
+
+
+SETTINGS = {"linear": (linear, 20_000), "logistic": (logistic, 2000), "gmm1": (gmm1, 2000),
+            "gmm3": (gmm3, 2000)}
+DEFAULT_RUNS = {"linear": 20, "logistic": 6, "gmm1": 10, "gmm3": 6}
+
+
+def calibrate(name, runs, islands):
+    fit, n = SETTINGS[name]
+    estimates, errors, stds, ref_ses = [], [], [], []
+    start = time.perf_counter()
+    for seed in range(runs):
+        est, ref, ref_se = fit(seed)
+        estimates.append(est.log_evidence_)
+        errors.append(est.log_evidence_ - ref)
+        stds.append(est.log_evidence_std_)
+        ref_ses.append(ref_se)
+    errors, stds, estimates = np.array(errors), np.array(stds), np.array(estimates)
+    row = dict(model=name, N=n, runs=runs, islands=islands, seconds=time.perf_counter() - start,
+               mean_std=stds.mean(), max_ref_se=max(ref_ses))
+    if np.all(np.isnan(errors)):
+        spread = estimates.std(ddof=1)
+        row.update(spread=spread, ratio=stds.mean() / spread)
+    else:
+        rms = float(np.sqrt(np.mean(errors**2)))
+        row.update(cov1=np.mean(np.abs(errors) <= stds), cov2=np.mean(np.abs(errors) <= 2 * stds),
+                   rms=rms, bias=errors.mean(), ratio=stds.mean() / rms)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--runs", type=int, default=None, help="runs per model (default per model)")
+    parser.add_argument("--islands", type=int, default=1,
+                        help="particle islands (engine n_islands); 1 = the default estimator")
+    args = parser.parse_args()
+    for cls in (EvidenceLinearRegression, EvidenceLogisticRegression, EvidenceGMM):
+        cls._engine_defaults = {**cls._engine_defaults, "n_islands": args.islands}
+    print(f"{'model':>9} {'N':>6} {'runs':>4} {'isl':>3} {'cov1':>5} {'cov2':>5} {'std/rms':>7} "
+          f"{'std/spread':>10} {'mean std':>8} {'rms err':>7} {'bias':>6} {'ref se':>6} {'s':>5}")
+    for name in args.models:
+        r = calibrate(name, args.runs or DEFAULT_RUNS[name], args.islands)
+        fmt = lambda key, spec: format(r[key], spec) if key in r else "-"  # noqa: E731
+        ratio_rms = fmt("ratio", ".2f") if "rms" in r else "-"
+        ratio_spread = fmt("ratio", ".2f") if "spread" in r else "-"
+        print(f"{r['model']:>9} {r['N']:>6} {r['runs']:>4} {r['islands']:>3} "
+              f"{fmt('cov1', '.2f'):>5} {fmt('cov2', '.2f'):>5} {ratio_rms:>7} {ratio_spread:>10} {r['mean_std']:>8.3f} "
+              f"{fmt('rms', '.3f') if 'rms' in r else fmt('spread', '.3f'):>7} "
+              f"{fmt('bias', '.3f'):>6} {r['max_ref_se']:>6.3f} {r['seconds']:>5.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

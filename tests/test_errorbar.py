@@ -1,0 +1,213 @@
+"""log_evidence_std_, diagnostics_ and the untrustworthy-run warnings; their propagation."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from _standins import StandInClassifier
+from skevidence import EvidenceGMM, EvidenceLinearRegression
+from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
+from skevidence.inference import islands, sgais
+from skevidence.model_selection import EvidenceSearch
+from skevidence.models import LinearRegressionModel
+from tests.conftest import paper_linear_data
+
+
+# -- the error bar -------------------------------------------------------------------
+
+
+def test_segment_variance_is_inverse_ess_minus_inverse_m():
+    rng = np.random.default_rng(0)
+    log_W = rng.standard_normal(50)
+    log_W -= np.logaddexp.reduce(log_W)
+    ess = 1.0 / np.exp(2 * log_W).sum()
+    assert sgais.segment_variance(log_W) == pytest.approx(1 / ess - 1 / 50, rel=1e-12)
+    assert sgais.segment_variance(np.full(50, -np.log(50))) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_island_resampling_keeps_each_island_mass_and_stays_inside():
+    rng = np.random.default_rng(1)
+    log_W = rng.standard_normal(30) * 2
+    log_W -= np.logaddexp.reduce(log_W)
+    starts = islands.island_starts(30, 4)
+    which = np.array([True, False, True, True])
+    index, new = islands.systematic_resample_islands(log_W, 0.37, starts, which)
+    np.testing.assert_allclose(islands.island_log_mass(new, starts),
+                               islands.island_log_mass(log_W, starts), rtol=1e-12)
+    island_of = np.repeat(np.arange(4), islands.island_sizes(30, starts))
+    assert np.array_equal(island_of[index], island_of)
+    assert np.array_equal(index[island_of == 1], np.flatnonzero(island_of == 1))
+
+
+def _linear_runs(seeds, n, **params):
+    errors, stds = [], []
+    for seed in seeds:
+        X, y = paper_linear_data(n, 100 + seed)
+        reg = EvidenceLinearRegression(random_state=seed, **params).fit(X, y)
+        errors.append(reg.log_evidence_ - reg.exact_log_evidence(X, y))
+        stds.append(reg.log_evidence_std_)
+    return np.array(errors), np.array(stds)
+
+
+def test_log_evidence_std_is_calibrated_on_linear_regression():
+    # 8 seeded runs at N = 2000, 32 particles. Measured over 24 seeds: mean
+    # std / RMS error 1.02 (0.84-1.21 in blocks of 8 runs), 96% within 2 std,
+    # the largest |error| 2.4 std. With 8 runs the RMS is itself uncertain by
+    # about 25% (1 / sqrt(2 * 8)), hence the ratio's range [0.5, 2]; and no
+    # error may exceed 3 std (P = 2% for 8 runs of a calibrated Gaussian bar).
+    errors, stds = _linear_runs(range(8), 2000, n_particles=32, n_burnin=10)
+    rms = np.sqrt(np.mean(errors**2))
+    assert 0.5 <= stds.mean() / rms <= 2.0, (errors, stds)
+    assert np.all(np.abs(errors) < 3 * stds), (errors, stds)
+
+
+def test_std_falls_with_more_particles_and_is_in_the_trace():
+    X, y = paper_linear_data(3000, 0)
+    small = EvidenceLinearRegression(n_particles=16, n_burnin=5, random_state=0).fit(X, y)
+    large = EvidenceLinearRegression(n_particles=128, n_burnin=5, random_state=0).fit(X, y)
+    # The std scales about as 1 / sqrt(M): 8x the particles, about 1/2.8.
+    assert large.log_evidence_std_ < 0.6 * small.log_evidence_std_
+    trace = large.evidence_trace_["log_evidence_std"]
+    assert trace.shape == large.evidence_trace_["log_evidence"].shape
+    assert trace[-1] == large.log_evidence_std_ and np.all(np.diff(trace) > -1e-3)
+
+
+def test_islands_give_an_error_bar_too():
+    X, y = paper_linear_data(2000, 0)
+    reg = EvidenceLinearRegression(n_particles=64, n_burnin=5, random_state=0)
+    reg._engine_defaults = {"n_islands": 4}
+    reg.fit(X, y)
+    assert reg.diagnostics_["n_islands"] == 4
+    assert 0.0 < reg.log_evidence_std_ < 3.0
+    assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) < 5 * reg.log_evidence_std_
+
+
+# -- diagnostics and warnings ------------------------------------------------------
+
+
+def test_healthy_fits_do_not_warn_and_report_diagnostics():
+    X, y = paper_linear_data(3000, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = EvidenceLinearRegression(random_state=0).fit(X, y)
+        gmm = EvidenceGMM(n_components=1, n_particles=64, random_state=0).fit(X[:500])
+    for est in (reg, gmm):
+        d = est.diagnostics_
+        assert d["warnings"] == [] and d["n_diverged"] == 0
+        assert d["ess"] > 0.3 * est.n_particles
+        assert d["n_annealing_steps"].shape == est.evidence_trace_["n_seen"].shape
+        assert d["log_evidence_std"] == est.log_evidence_std_
+    assert 0.5 < reg.diagnostics_["adjusted_acceptance"] <= 1.0  # adapted toward 0.8
+    # The linear posterior is Gaussian: the gap is chi^2_6 / 2 averaged over
+    # the particles, 3 +- 1.7 for one draw.
+    assert 0.5 < reg.diagnostics_["posterior_gap"] < 8
+
+
+def test_particles_away_from_the_posterior_warn():
+    # Almost no movement: the particles stay where the prior put them and
+    # resampling collapses them; the posterior gap is thousands of nats.
+    X, y = paper_linear_data(3000, 0)
+    reg = EvidenceLinearRegression(n_particles=32, n_burnin=1, learning_rate=1e-6,
+                                   random_state=0)
+    reg._engine_defaults = {"exact_warmup": False}
+    with pytest.warns(ConvergenceWarning, match="not reached the posterior"):
+        reg.fit(X, y)
+    assert reg.diagnostics_["posterior_gap"] > 100
+
+
+def test_diverging_learning_rate_warns_or_raises():
+    # The issue's setting: learning_rate=5 gave -1.35e22 quietly.
+    X, y = paper_linear_data(20_000, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises((ConvergenceWarning, FloatingPointError)):
+            EvidenceLinearRegression(learning_rate=5, random_state=1).fit(X[:6000], y[:6000])
+
+
+def test_a_warning_turned_error_leaves_the_fitted_estimator_unchanged():
+    X, y = paper_linear_data(1500, 0)
+    reg = EvidenceLinearRegression(n_particles=32, n_burnin=5, random_state=0).fit(X, y)
+    before = (reg.log_evidence_, reg.log_evidence_std_, reg.particles_.copy(),
+              dict(reg.diagnostics_))
+    reg.set_params(learning_rate=1e-6, n_burnin=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            reg.partial_fit(X[:1000] * 0 + 50.0, y[:1000] * 0 - 400.0)
+    assert reg.log_evidence_ == before[0] and reg.log_evidence_std_ == before[1]
+    assert np.array_equal(reg.particles_, before[2]) and reg.n_samples_seen_ == 1500
+    assert reg.diagnostics_["posterior_gap"] == before[3]["posterior_gap"]
+
+
+# -- propagation to the meta-estimators --------------------------------------------
+
+CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def small_regression():
+    return paper_linear_data(300, 5)
+
+
+def test_search_reports_stds_and_warns_on_a_tie(small_regression):
+    X, y = small_regression
+    with pytest.warns(EvidenceTieWarning, match="not resolved"):
+        # Two nearly equal priors: their evidences differ by far less than the bars.
+        search = EvidenceSearch(EvidenceLinearRegression(**CHEAP),
+                                {"prior_std": [1.0, 1.001]}).fit(X, y)
+    stds = search.results_["log_evidence_std"]
+    assert stds.shape == (2,) and np.all(stds > 0)
+    assert stds[1] == search.candidates_[1].log_evidence_std_
+
+
+def test_search_without_a_tie_is_silent(small_regression):
+    X, y = small_regression
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvidenceTieWarning)
+        EvidenceSearch(EvidenceLinearRegression(**CHEAP), {"prior_std": [0.01, 1.0]}).fit(X, y)
+
+
+def test_averager_reports_stds_and_warns_on_a_tie(small_regression):
+    X, y = small_regression
+    est = EvidenceLinearRegression(**CHEAP)
+    with pytest.warns(EvidenceTieWarning):
+        bma = BayesianModelAverager([("a", est), ("b", est)]).fit(X, y)
+    assert bma.log_evidence_stds_.shape == (2,)
+    assert bma.log_evidence_stds_[0] == bma.estimators_[0].log_evidence_std_ > 0
+
+
+def test_members_without_an_error_bar_count_as_unknown():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvidenceTieWarning)
+        bma = BayesianModelAverager([("a", StandInClassifier(C=1.0, penalty=1.0)),
+                                     ("b", StandInClassifier(C=1.0, penalty=1.1))]).fit(X, y)
+    assert np.all(np.isnan(bma.log_evidence_stds_))
+
+
+def test_engine_state_has_the_counters_after_rollback():
+    model = LinearRegressionModel(5)
+    X, y = (torch.as_tensor(a) for a in paper_linear_data(1500, 2))
+    config = sgais.SGAISConfig(n_particles=16, n_burnin=3)
+    state = sgais.init(model, config, torch.Generator().manual_seed(0))
+    sgais.update(model, state, config, (X[:1000], y[:1000]))
+    ckpt = sgais.checkpoint(state)
+    before = (state.n_resamplings, state.log_evidence_var, state.log_evidence_std)
+    sgais.update(model, state, config, (X[1000:], y[1000:]))
+    sgais.rollback(state, ckpt)
+    assert (state.n_resamplings, state.log_evidence_var, state.log_evidence_std) == before
+
+
+def test_refit_checks_the_new_run_and_partial_fit_rechecks_on_doubling():
+    X, y = paper_linear_data(1200, 4)
+    reg = EvidenceLinearRegression(n_particles=32, n_burnin=5, random_state=0).fit(X[:800], y[:800])
+    first = reg._gap_checked
+    reg.partial_fit(X[800:1000], y[800:1000])  # 1000 < 2 * 800: the check is reused
+    assert reg._gap_checked is first
+    reg.fit(X[:300], y[:300])  # a new run is checked afresh
+    assert reg._gap_checked[0] == 300
