@@ -398,7 +398,8 @@ class BaseEvidenceEstimator(BaseEstimator):
             "log_evidence_std": self.log_evidence_std_,
             "posterior_gap": float(gap),
             "posterior_gap_n_seen": int(self._gap_checked[0]),
-            "posterior_gap_threshold": float(diagnostics.gap_threshold(d)),
+            "posterior_gap_threshold": float(diagnostics.gap_threshold(
+                d, state.n_seen / max(state.reservoir.size, 1))),
             "log_posterior_optimum": float(optimum),
             "mean_log_posterior": float(mean_log_p),
         }

@@ -21,15 +21,20 @@ __all__ = ["posterior_gap", "gap_threshold"]
 _BLOCK_ELEMENTS = 1 << 21
 
 
-def gap_threshold(d):
+def gap_threshold(d, subsample_ratio=1.0):
     """Largest gap accepted for ``d`` parameters.
 
     ``d / 2 + 5 sqrt(d / 2)`` is five standard deviations of one draw's gap
     (the weighted mean over particles varies far less); the slack of
     ``0.1 d + 5`` nats covers non-Gaussian posteriors of small data
-    (skewed logistic posteriors, the mixtures' bounded weights).
+    (skewed logistic posteriors, the mixtures' bounded weights). When the
+    log posterior comes from a bounded reservoir, a uniform subsample of
+    ``1 / subsample_ratio`` of the data scaled up by ``subsample_ratio``,
+    its mode is displaced from the true one by about ``subsample_ratio - 1``
+    posterior covariances, and the expected gap grows to
+    ``subsample_ratio * d / 2``: the Gaussian part scales with it.
     """
-    return d / 2 + 5 * math.sqrt(d / 2) + 0.1 * d + 5
+    return subsample_ratio * (d / 2 + 5 * math.sqrt(d / 2)) + 0.1 * d + 5
 
 
 def _log_posterior(model, theta, store, scale):
