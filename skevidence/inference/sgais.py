@@ -72,6 +72,10 @@ class SGAISConfig:
     # exact_move): few data give the least Gaussian posteriors, where a
     # step size that suits the particles' covariance can still diverge.
     exact_warmup: bool = True
+    # The first batch_size observations are added in chunks that double in
+    # size, ending at batch_size / 2^k for k = K..1 (see chunk_ends), the
+    # smallest of at least first_chunk_size; None adds them in one chunk.
+    first_chunk_size: int | None = 16
 
 
 @dataclass
@@ -113,19 +117,62 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
 
 
 def update(model, state, config, batch, move=None, callback=None):
-    """Condition the particles on ``batch``, in chunks of ``config.batch_size``.
+    """Condition the particles on ``batch``, in the chunks of :func:`chunk_ends`.
 
     ``move(model, state, config, chunk, lam)`` returns moved particles; the
-    default is :func:`sghmc_move`. ``callback(state)`` runs after each chunk.
+    default is :func:`sghmc_move`. ``callback(state, lam, n_pending)`` runs
+    after every annealing step (``lam`` reached, ``n_pending`` the size of
+    the chunk not yet counted in ``state.n_seen``) and after each chunk
+    (``lam = 1``, ``n_pending = 0``).
     """
     move = sghmc_move if move is None else move
-    n = batch_size_of(batch)
-    for start in range(0, n, config.batch_size):
-        chunk = tuple(t[start : start + config.batch_size] for t in batch)
+    if callback is not None:
+        move = _reporting(move, callback)
+    start = 0
+    for end in chunk_ends(state.n_seen, batch_size_of(batch), config):
+        chunk = tuple(t[start:end] for t in batch)
         _condition_on_chunk(model, state, config, chunk, move)
+        start = end
         if callback is not None:
-            callback(state)
+            callback(state, 1.0, 0)
     return state
+
+
+def chunk_ends(n_seen, n_new, config):
+    """Ends (offsets into the new data) of the chunks that ``n_new`` observations form.
+
+    Chunk boundaries depend only on the stream position: multiples of
+    ``batch_size``, and within the first ``batch_size`` observations the
+    points ``batch_size / 2^k`` (``k = K, ..., 1``, the smallest at least
+    ``first_chunk_size``). The first chunks, from the prior, are the most
+    informative per observation and need the most annealing steps, so they
+    are kept small: each of their steps then costs a fraction of a full
+    chunk's. Feeding a stream in pieces that end on these boundaries gives
+    the numbers of one call.
+    """
+    b = config.batch_size
+    ramp = []
+    if config.first_chunk_size is not None:
+        k = 1
+        while b // 2**k >= max(config.first_chunk_size, 1):
+            ramp.append(b // 2**k)
+            k += 1
+    ends, n = [], n_seen
+    while n < n_seen + n_new:
+        later = [r for r in ramp if r > n]
+        boundary = min(later) if later else (n // b + 1) * b
+        n = min(boundary, n_seen + n_new)
+        ends.append(n - n_seen)
+    return ends
+
+
+def _reporting(move, callback):
+    """``move`` that reports the annealing step it completes to ``callback``."""
+    def move_and_report(model, state, config, chunk, lam):
+        theta = move(model, state, config, chunk, lam)
+        callback(state, lam, batch_size_of(chunk))
+        return theta
+    return move_and_report
 
 
 def _condition_on_chunk(model, state, config, chunk, move):
