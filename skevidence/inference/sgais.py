@@ -160,9 +160,10 @@ def chunk_ends(n_seen, n_new, config):
     ``first_chunk_size``; only with ``exact_warmup``). The chunks nearest
     the prior need the most annealing steps per observation; kept small,
     each of their steps (exact moves over the data seen) costs a fraction
-    of a full chunk's: 1.6x less CPU for the first 500 observations of the
-    paper's logistic model. Feeding a stream in pieces that end on these
-    boundaries gives the numbers of one call.
+    of a full chunk's: 1.5-2x less CPU for the first 500 observations of
+    the paper's logistic model (benchmarks/bench_first_chunk.py). Feeding
+    a stream in pieces that end on these boundaries gives the numbers of
+    one call.
     """
     b = config.batch_size
     ramp = []
@@ -201,10 +202,11 @@ def _warn_if_long(longest, config):
         return
     warnings.warn(
         f"adding {size} observations after {n_before} took {n_steps} annealing steps "
-        f"(more than {config.annealing_steps_warning}): the data lie far in the prior's "
-        "tails (prior-data conflict). The cost grows with the conflict and the estimate "
-        "loses accuracy; put the data on the scale the prior assumes (e.g. standardise "
-        "them) or widen the prior.", AnnealingWarning, stacklevel=3)
+        f"(more than {config.annealing_steps_warning}): the data lie far in the tails of "
+        "the prior (prior-data conflict) or of the posterior so far (a change in the "
+        "stream). Cost grows with the conflict and the estimate loses accuracy; put the "
+        "data on the scale the prior assumes (e.g. standardise them) or widen the prior.",
+        AnnealingWarning, stacklevel=3)
 
 
 def _condition_on_chunk(model, state, config, chunk, move):
