@@ -1,10 +1,10 @@
 """Cost of the first chunk: one chunk of ``batch_size`` against doubling first chunks.
 
 The first ``batch_size`` observations, from the prior, need the most
-annealing steps of a fit. The engine adds them in chunks that double
-(``SGAISConfig.first_chunk_size``, default 16: boundaries 31, 62, 125, 250,
-500), where the warm-up's exact moves make each step cost in proportion to
-the data seen. This script fits the paper's logistic model at N = 1e3 and
+annealing steps of a fit. ``SGAISConfig.first_chunk_size=16`` (opt-in;
+the default ``None`` is one chunk) adds them in chunks that double
+(boundaries 31, 62, 125, 250, 500), where the warm-up's exact moves make
+each step cost in proportion to the data seen. This script fits the paper's logistic model at N = 1e3 and
 linear regression at N = 1e4 both ways, back to back in one process, and
 prints the time of the first 500 observations and of the whole fit (wall
 and process CPU time: on a machine shared with other jobs the CPU time of

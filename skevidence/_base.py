@@ -37,12 +37,7 @@ SHARED_PARAMS_DOC = """\
         leaves a bias of 10-20 nats even with exact posterior draws).
     batch_size : int, default=500
         Size of the chunks the data are added in, and of the mini-batches
-        drawn from past data (the paper's 500). Where the first moves are
-        exact (see ``n_burnin``) the first ``batch_size`` observations come
-        in chunks that double, ending at ``batch_size // 16, // 8, // 4,
-        // 2`` (31, 62, 125, 250, then 500, 1000, ...): the chunks nearest
-        the prior need the most annealing steps, which are cheap on few
-        data. ``evidence_trace_`` has one row per chunk.
+        drawn from past data (the paper's 500).
     n_burnin : int, default=20
         SGHMC steps after every annealing step (the paper's 20). {warmup}
     learning_rate : float, default={learning_rate}

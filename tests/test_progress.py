@@ -1,8 +1,10 @@
 """``verbose``: a progress bar within chunks and across ``partial_fit`` calls, silence by default."""
 
+import functools
 import re
 
 import numpy as np
+import tqdm.auto
 
 from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression
 from tests.conftest import paper_linear_data
@@ -23,7 +25,9 @@ def test_silent_by_default(capfd):
     assert capfd.readouterr() == ("", "")
 
 
-def test_bar_counts_observations_and_reports_within_a_chunk(capfd):
+def test_bar_counts_observations_and_reports_within_a_chunk(capfd, monkeypatch):
+    # Redraw on every update (tqdm otherwise skips those within 0.1 s).
+    monkeypatch.setattr(tqdm.auto, "tqdm", functools.partial(tqdm.auto.tqdm, mininterval=0))
     X, y = paper_linear_data(700, 1)
     EvidenceLinearRegression(verbose=1, **CHEAP).fit(X, y)
     out, err = capfd.readouterr()

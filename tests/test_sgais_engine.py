@@ -66,7 +66,6 @@ def test_checkpoint_and_rollback_restore_the_state_exactly():
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
     sgais.update(model, state, config, (X[:1000], y[:1000]))
     ckpt = sgais.checkpoint(state)
-    n_rows = len(state.trace)  # chunks ending at 31, 62, 125, 250, 500, 1000
     before = (state.theta.clone(), state.log_W.copy(), state.log_evidence,
               state.reservoir.data()[0].clone(), state.cv.grad_sum.clone())
     sgais.update(model, state, config, (X[1000:], y[1000:]))
@@ -74,4 +73,4 @@ def test_checkpoint_and_rollback_restore_the_state_exactly():
     assert torch.equal(state.theta, before[0]) and np.array_equal(state.log_W, before[1])
     assert state.log_evidence == before[2] and state.n_seen == 1000
     assert torch.equal(state.reservoir.data()[0], before[3])
-    assert torch.equal(state.cv.grad_sum, before[4]) and len(state.trace) == n_rows == 6
+    assert torch.equal(state.cv.grad_sum, before[4]) and len(state.trace) == 2
