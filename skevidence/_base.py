@@ -8,7 +8,6 @@ guarantees that a failed call leaves a fitted estimator as it was.
 
 import math
 import numbers
-import time
 import warnings
 
 import numpy as np
@@ -181,8 +180,11 @@ SHARED_PARAMS_DOC = """\
         Seeds the engine's private ``torch.Generator``; the same value gives
         the same numbers. The global torch seed is never used.
     verbose : int, default=0
-        ``1`` prints progress (chunks done, observations seen, current log
-        evidence, elapsed time) about once a second on long fits."""
+        ``1`` shows a progress bar (tqdm, on stderr) over the observations
+        of the current call, advanced at every annealing step and showing
+        the temperature ``lam`` reached in the current chunk, the
+        observations seen and the log evidence; its count and elapsed time
+        continue across ``partial_fit`` calls. ``0`` prints nothing."""
 
 
 class BaseEvidenceEstimator(BaseEstimator):
@@ -309,20 +311,32 @@ class BaseEvidenceEstimator(BaseEstimator):
         return self
 
     def _progress_printer(self, n_new):
+        """A tqdm bar over the observations of this call (``verbose >= 1``).
+
+        It advances at every annealing step, by the chunk's share of the
+        temperature ``lam``, and its count and elapsed time continue those of
+        earlier ``partial_fit`` calls.
+        """
         if not self.verbose:
             return None
-        start = last = time.perf_counter()
-        n_start = self._state.n_seen
+        from tqdm.auto import tqdm
 
-        def report(state):
-            nonlocal last
-            now = time.perf_counter()
-            done = state.n_seen - n_start
-            if now - last < 1.0 and done < n_new:
-                return
-            last = now
-            print(f"[{type(self).__name__}] chunks {len(state.trace)}, n_seen {state.n_seen}, "
-                  f"log evidence {state.log_evidence:.3f}, elapsed {now - start:.1f}s", flush=True)
+        n_start = self._state.n_seen
+        elapsed = getattr(self, "_progress_seconds", 0.0) if n_start > 0 else 0.0
+        bar = tqdm(total=n_start + n_new, initial=n_start, unit="obs",
+                   desc=type(self).__name__, dynamic_ncols=True)
+        # Elapsed time and the closing average rate cover the earlier calls too.
+        bar.start_t -= elapsed
+        bar.initial = 0
+
+        def report(state, lam, n_pending):
+            bar.set_postfix({"n_seen": state.n_seen, "lam": f"{lam:.3g}",
+                             "log_evidence": f"{state.log_evidence:.2f}"}, refresh=False)
+            bar.update(int(state.n_seen + lam * n_pending) - bar.n)
+            if state.n_seen - n_start >= n_new:
+                bar.refresh()
+                self._progress_seconds = bar.format_dict["elapsed"]
+                bar.close()
 
         return report
 

@@ -211,8 +211,8 @@ def test_paper_settings_are_reachable_and_float32_runs():
 def test_verbose_prints_progress(capsys):
     X, y = paper_linear_data(1000, 13)
     EvidenceLinearRegression(verbose=1, random_state=0).fit(X, y)
-    out = capsys.readouterr().out
-    assert "n_seen 1000" in out and "log evidence" in out
+    err = capsys.readouterr().err  # a tqdm bar, on stderr (tests/test_progress.py)
+    assert "1000/1000" in err and "n_seen=1000" in err and "log_evidence=" in err
 
 
 def test_uncentred_features_give_the_exact_evidence():
