@@ -13,6 +13,10 @@ from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
 
+# With ``variance_scale=None`` the inverse-gamma scale of every variance is
+# this fraction of the feature's variance in the first batch.
+DATA_VARIANCE_FRACTION = 1.0
+
 # The unadjusted warm-up measured best on mixtures (see EvidenceGMM Notes).
 GMM_WARMUP_DOC = """Four times
         as many are taken while fewer than 1000 observations have been
@@ -150,8 +154,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         n_components=5,
         weight_concentration=1.0,
         variance_shape=1.0,
-        variance_scale=1.0,
-        mean_prior=0.0,
+        variance_scale=None,
+        mean_prior=None,
         mean_variance_factor=4.0,
         n_particles=128,
         batch_size=500,
@@ -192,15 +196,34 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         k = self.n_components
         if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(f"n_components must be a positive integer, got {k!r}")
-        self._check_finite_params("weight_concentration", "variance_shape", "variance_scale",
+        self._check_finite_params("weight_concentration", "variance_shape",
                                   "mean_variance_factor")
-        self._check_finite_params("mean_prior", positive=False)
+        if self.variance_scale is not None:
+            self._check_finite_params("variance_scale")
+        if self.mean_prior is not None:
+            self._check_finite_params("mean_prior", positive=False)
 
     def _make_model(self, X, y=None):
+        mean_prior, variance_scale = self._prior_location(X)
         return GaussianMixtureModel(
             X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
-            self.variance_scale, self.mean_prior, self.mean_variance_factor,
+            variance_scale, mean_prior, self.mean_variance_factor,
         )
+
+    def _prior_location(self, X):
+        """Prior mean and inverse-gamma scale per feature: given, or from ``X``.
+
+        From the data they follow its scale (as BayesianGaussianMixture's
+        priors do), so rescaling the data by ``c`` rescales the prior with it
+        and shifts the log evidence by exactly ``-N D log c``. A feature
+        constant in ``X`` gets the scale 1.
+        """
+        mean_prior = X.mean(0) if self.mean_prior is None else self.mean_prior
+        if self.variance_scale is not None:
+            return mean_prior, self.variance_scale
+        variance = X.var(0) if X.shape[0] > 1 else np.zeros(X.shape[1])
+        scale = DATA_VARIANCE_FRACTION * variance
+        return mean_prior, np.where(scale > 0, scale, 1.0)
 
     def _validate_training_data(self, X, y, reset):
         X = validate_data(self, X, reset=reset, dtype=np.float64)
@@ -249,6 +272,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     def _set_fitted_attributes(self):
         super()._set_fitted_attributes()
+        self.mean_prior_ = self._model.mean_prior.copy()
+        self.variance_scale_ = self._model.variance_scale.copy()
         best = int(np.argmax(self.particle_weights_))
         self._best_particle = best
         theta = self._particles_tensor()[best : best + 1]
@@ -396,4 +421,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """
         self._check_params()
         X = check_array(X, dtype=np.float64)
-        return self._make_model(X).exact_log_evidence((torch.as_tensor(X),))
+        if hasattr(self, "_model") and X.shape[1] == self._model.n_features \
+                and self._model.n_components == self.n_components:
+            model = self._model  # the priors frozen by fit, so it compares with log_evidence_
+        else:
+            model = self._make_model(X)
+        return model.exact_log_evidence((torch.as_tensor(X),))
