@@ -15,9 +15,9 @@ __all__ = ["EvidenceGMM"]
 
 # With ``variance_scale=None`` the inverse-gamma scale of every variance is
 # this fraction of the feature's variance in the first batch.
-DATA_VARIANCE_FRACTION = 1.0
+DATA_VARIANCE_FRACTION = 0.1
 
-# The unadjusted warm-up measured best on mixtures (see EvidenceGMM Notes).
+# How the first 1000 observations are absorbed (the {warmup} field).
 GMM_WARMUP_DOC = """Four times
         as many are taken while fewer than 1000 observations have been
         seen, when the posterior is broad and changes fast."""
@@ -28,56 +28,25 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     The model is a mixture of ``n_components`` Gaussians with diagonal
     covariances, the component assignments marginalised, and the priors of
-    Cameron & Dyer (2019, Appendix B.3): ``weights ~ Dirichlet(alpha)``,
-    ``variances ~ InvGamma(variance_shape, variance_scale)`` and
-    ``means | variance ~ N(mean_prior, mean_variance_factor * variance)``,
-    independently over components and features. ``fit`` starts over;
-    ``partial_fit`` conditions the current posterior on more data. The log
-    evidence ranks mixtures of different sizes (:attr:`log_evidence_` of
-    each ``n_components``): unlike the likelihood it does not grow with
-    the number of components by itself.
+    Cameron, Eggers & Kroon (2019, Appendix B.3): ``weights ~
+    Dirichlet(alpha)``, ``variances ~ InvGamma(variance_shape,
+    variance_scale)`` and ``means | variance ~ N(mean_prior,
+    mean_variance_factor * variance)``, independently over components and
+    features. By default the prior follows the data's scale, as
+    :class:`sklearn.mixture.BayesianGaussianMixture`'s does: ``mean_prior``
+    is the mean and ``variance_scale`` a tenth of the variance of every
+    feature in the first batch (all of ``X`` in ``fit``, the first call's
+    batch in ``partial_fit``), then frozen (:attr:`mean_prior_`,
+    :attr:`variance_scale_`). Rescaling the data by ``c`` then shifts every
+    ``log_evidence_`` by the Jacobian ``-n_samples * n_features * log(c)``
+    (the sampler's paths are the same up to rounding) and changes neither
+    the chosen number of components nor the cost. The
+    paper's fixed priors are ``mean_prior=0.0, variance_scale=1.0``.
 
-    The posterior of a mixture is multimodal (the ``K!`` label permutations
-    and poorer local optima), so the engine settings differ from the linear
-    models (``_engine_defaults``), chosen by measurement on the paper's
-    setting (2-D, 5 components, N = 1e4, dynesty reference -44096.59;
-    ``benchmarks/bench_gmm.py``, differences over sampler seeds 0-3):
-
-    * one control-variate reference point per particle
-      (``control_variate="particle"``): a shared reference sits between
-      permutation modes and corrects every particle's gradient wrongly;
-    * a per-particle diagonal preconditioner from the model's Fisher
-      information (``precondition="model"``): the particle covariance
-      spans the permutation modes (with it the sampler diverged on the
-      first chunk), and the isotropic ``learning_rate / n`` step moves a
-      wide, light component (variance 22, weight 0.06) 20 times slower
-      than a narrow, heavy one (isotropic, learning rate 0.1: -2.8, -2.5,
-      -6.1 nats);
-    * ``learning_rate=0.007``, a step per unit of posterior standard
-      deviation: 0.1 gave -14.4, -9.0, -15.1 nats (discretisation and
-      gradient-noise bias), 0.02 -2.2, -2.0, -1.5, -2.6, 0.007 -1.8,
-      -1.3, -0.5, -1.2, -2.7 (seeds 0-4), and 0.003 -2.5, -2.9, -6.9,
-      -4.3 (too slow to mix). Doubling ``n_burnin`` or ``n_particles``
-      did not lower the remaining bias of about -1.5 nats (-2.7 and -2.4
-      on average over seeds 0-3);
-    * the unadjusted warm-up (``4 * n_burnin`` steps of the same sampler
-      below 1000 observations, ``exact_warmup=False``) instead of the
-      linear models' Metropolis-adjusted one: with the latter the
-      differences at N = 1e4 were -3.0, -2.0, -1.8, -1.7, -3.1 (seeds 0-4),
-      although at N = 1e3 they were as small (-0.6 to -1.2).
-
-    With these defaults a fit of the N = 1e4 data takes about 17 s on one
-    CPU core (dynesty: about 1300 s), and at N = 1e3 the differences from
-    the reference -4494.94 +- 0.9 are -1.0, -0.6, -0.9, -0.2, -0.7 nats.
-    Over 20 sampler seeds at N = 1e4 the difference is -2.2 +- 1.0 nats
-    (worst -3.7): particle clouds that never find the data's smallest
-    component (weight 0.008, inside the heaviest) fall behind, and at
-    N = 1e5 runs spread over about 20 nats for that reason
-    (``benchmarks/bench_gmm.py``). The reference is itself uncertain by a
-    few nats: tempered SMC from t's at the posterior modes that EM finds
-    (``bench_gmm.py --smc``), which misses modes no EM start reaches and
-    so errs low, gives -44100.8 at N = 1e4 and -4496.3 at N = 1e3, below
-    both dynesty and these runs.
+    ``fit`` starts over; ``partial_fit`` conditions the current posterior
+    on more data. The log evidence ranks mixtures of different sizes
+    (:attr:`log_evidence_` of each ``n_components``): unlike the
+    likelihood it does not grow with the number of components by itself.
 
     Parameters
     ----------
@@ -87,16 +56,24 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         Symmetric Dirichlet concentration ``alpha`` of the weights.
     variance_shape : float, default=1.0
         Shape of the inverse-gamma prior on every variance.
-    variance_scale : float, default=1.0
-        Scale of the inverse-gamma prior on every variance.
-    mean_prior : float, default=0.0
-        Prior mean of every component mean.
+    variance_scale : float or None, default=None
+        Scale of the inverse-gamma prior on every variance; ``None`` takes
+        ``0.1`` times each feature's variance in the first batch (a feature
+        constant there gets 1).
+    mean_prior : float or None, default=None
+        Prior mean of every component mean; ``None`` takes each feature's
+        mean in the first batch.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
 {SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=GMM_WARMUP_DOC)}
 
     Attributes
     ----------
+    mean_prior_ : ndarray of shape (n_features,)
+        Prior mean of the component means, per feature, as used (given or
+        from the first batch).
+    variance_scale_ : ndarray of shape (n_features,)
+        Inverse-gamma scale of the variances, per feature, as used.
     log_evidence_ : float
         Estimate of ``log p(X)`` for all data seen so far.
     evidence_trace_ : dict of ndarray
@@ -126,6 +103,23 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     --------
     sklearn.mixture.GaussianMixture : maximum-likelihood mixture (EM).
     sklearn.mixture.BayesianGaussianMixture : variational mixture.
+
+    Notes
+    -----
+    The posterior of a mixture is multimodal (the ``K!`` relabellings and
+    poorer local optima), so the engine settings differ from the linear
+    models (``_engine_defaults``): one control-variate reference per
+    particle and a per-particle diagonal preconditioner from the model's
+    Fisher information. How they were chosen, with the measured errors
+    against references that are not skevidence's sampler (an
+    importance sampler over the relabellings of the posterior mode,
+    tempered SMC, dynesty), is printed by ``benchmarks/bench_gmm*.py``.
+
+    References
+    ----------
+    Cameron, S. A., Eggers, H. C. & Kroon, S. (2019). Stochastic gradient
+    annealed importance sampling for efficient online marginal likelihood
+    estimation. Entropy 21(11), 1109.
 
     Examples
     --------

@@ -235,8 +235,11 @@ def test_evidence_ranks_the_true_number_of_components_first():
     # 2.08, 1.62, 2.27 nats for random_state 0, 1, 2 (at N=1000 only 0.75,
     # less than the sampler's spread); fewer components are far worse (K=2
     # trails by hundreds of nats), so only K=4 is fitted here.
+    # Measured with the paper's fixed priors, passed explicitly (with the
+    # data-scale defaults K=3 and K=4 were within 0.2 nat at this N).
     X = X3[:2000]
-    logz = {k: EvidenceGMM(n_components=k, n_particles=64, random_state=0).fit(X).log_evidence_
+    logz = {k: EvidenceGMM(n_components=k, n_particles=64, random_state=0, mean_prior=0.0,
+                           variance_scale=1.0).fit(X).log_evidence_
             for k in (3, 4)}
     assert logz[3] > logz[4]
 
@@ -262,10 +265,10 @@ def test_default_priors_follow_the_first_batch_and_stay_frozen():
     est = EvidenceGMM(n_components=2, n_particles=16, n_burnin=2, random_state=0)
     est.partial_fit(X[:300])
     np.testing.assert_allclose(est.mean_prior_, X[:300].mean(0))
-    np.testing.assert_allclose(est.variance_scale_, X[:300].var(0))
+    np.testing.assert_allclose(est.variance_scale_, 0.1 * X[:300].var(0))
     est.partial_fit(X[300:] * 10.0)
     np.testing.assert_allclose(est.mean_prior_, X[:300].mean(0))
-    np.testing.assert_allclose(est.variance_scale_, X[:300].var(0))
+    np.testing.assert_allclose(est.variance_scale_, 0.1 * X[:300].var(0))
     # The paper's fixed priors as explicit values.
     paper = EvidenceGMM(n_components=2, n_particles=16, n_burnin=2, mean_prior=0.0,
                         variance_scale=1.0, random_state=0).fit(X)
@@ -273,7 +276,8 @@ def test_default_priors_follow_the_first_batch_and_stay_frozen():
     np.testing.assert_array_equal(paper.variance_scale_, [1.0, 1.0])
     # exact_log_evidence uses the frozen priors of a fitted estimator.
     one = EvidenceGMM(n_components=1, n_particles=16, n_burnin=2, random_state=0).fit(X[:300])
-    model = GaussianMixtureModel(2, 1, mean_prior=X[:300].mean(0), variance_scale=X[:300].var(0))
+    model = GaussianMixtureModel(2, 1, mean_prior=X[:300].mean(0),
+                                 variance_scale=0.1 * X[:300].var(0))
     assert one.exact_log_evidence(X) == pytest.approx(
         model.exact_log_evidence((torch.as_tensor(X),)), rel=1e-12)
 
