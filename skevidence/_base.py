@@ -88,9 +88,6 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     # Engine settings that are per model rather than per user.
     _engine_defaults = {}
-    # A move(model, state, config, chunk, lam) in place of the engine's
-    # sgais.sghmc_move (a staticmethod), or None.
-    _engine_move = None
 
     def _check_finite_params(self, *names, positive=True):
         """``ValueError`` unless every named parameter is a finite (positive) real."""
@@ -180,7 +177,6 @@ class BaseEvidenceEstimator(BaseEstimator):
                 ckpt = sgais.checkpoint(self._state)
             batch = self._to_batch(X, y)
             sgais.update(self._model, self._state, self._config, batch,
-                         move=self._engine_move,
                          callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
         except BaseException:

@@ -1,6 +1,5 @@
 """Mixture models with an online evidence: EvidenceGMM."""
 
-import math
 import numbers
 
 import numpy as np
@@ -10,10 +9,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator
-from .inference import sgais
-from .inference.kernels import ghmc
 from .models import GaussianMixtureModel
-from .models.base import batch_size_of
 
 __all__ = ["EvidenceGMM"]
 
@@ -25,60 +21,6 @@ DATA_VARIANCE_FRACTION = 0.1
 GMM_WARMUP_DOC = """Four times
         as many are taken while fewer than 1000 observations have been
         seen, when the posterior is broad and changes fast."""
-
-
-# Spread (in log scale) of the auxiliary preconditioner of the adjusted
-# warm-up around the model's Fisher scale (see _auxiliary_scale_warmup_move).
-SCALE_JITTER = 0.3
-
-
-def _auxiliary_scale_warmup_move(model, state, config, chunk, lam):
-    """Warm-up moves that leave the tempered posterior exactly invariant.
-
-    The engine's per-particle preconditioner ``s(theta)`` is computed from
-    each particle's own position; a Metropolis-adjusted move whose mass
-    matrix depends on where it starts is not invariant. Here ``s`` is an
-    auxiliary variable: drawn from ``log s ~ N(log s(theta), SCALE_JITTER^2)``
-    (an exact Gibbs step), then generalised HMC moves ``theta`` with ``s``
-    fixed on the extended target ``pi(theta) q(s | theta)``, whose marginal
-    in ``theta`` is the tempered posterior. After the warm-up the engine's
-    own SGHMC move runs.
-    """
-    if not sgais._in_exact_warmup(state, config):
-        return sgais.sghmc_move(model, state, config, chunk, lam)
-    n_eff = state.n_seen + lam * batch_size_of(chunk)
-    store = state.reservoir.data() if state.n_seen > 0 else None
-    theta0 = state.theta
-    noise = torch.randn(theta0.shape, generator=state.generator, dtype=theta0.dtype,
-                        device=theta0.device)
-    log_s = torch.log(model.posterior_scale(theta0, n_eff)) + SCALE_JITTER * noise
-    s = log_s.exp()
-
-    def log_aux_and_grad(theta):
-        with torch.enable_grad():
-            t = theta.detach().requires_grad_(True)
-            r = torch.log(model.posterior_scale(t, n_eff))
-            aux = -0.5 * ((log_s - r) / SCALE_JITTER).square().sum(1)
-            (g,) = torch.autograd.grad(aux.sum(), t)
-        return aux.detach(), g
-
-    def log_density_and_grad(z):  # z = theta / s: a constant Jacobian
-        theta = z * s
-        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk)
-        log_p = model.log_prior(theta) + lam * log_lik
-        g = model.grad_log_prior(theta) + lam * g_lik
-        if store is not None:
-            log_lik, g_lik = model.log_likelihood_and_grad(theta, store)
-            log_p, g = log_p + log_lik, g + g_lik
-        aux, g_aux = log_aux_and_grad(theta)
-        return log_p + aux, (g + g_aux) * s
-
-    eye = torch.eye(theta0.shape[1], dtype=theta0.dtype, device=theta0.device)
-    z, acceptance = ghmc(theta0 / s, log_density_and_grad, sgais._n_moves(state, config),
-                         state.exact_step_size, config.momentum_decay, eye, state.generator)
-    step = state.exact_step_size * math.exp(2.0 * (acceptance - sgais.EXACT_ACCEPTANCE))
-    state.exact_step_size = min(max(step, 1e-4), 4.0)
-    return z * s
 
 
 class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
