@@ -1,4 +1,4 @@
-"""EvidenceGMM on iris at several scales: same chosen K, same time, evidence shifted by the Jacobian.
+"""EvidenceGMM on iris at several scales: same K, same cost, evidence shifted by the Jacobian.
 
 With the default priors on the data's scale (``mean_prior=None``,
 ``variance_scale=None``) rescaling the data by ``c`` should shift every
