@@ -396,6 +396,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """Closed-form ``log p(X)`` for ``n_components=1`` (Normal-Inverse-Gamma).
 
         Computed in float64; it does not need the estimator to be fitted.
+        Priors taken from the data are those frozen by the last ``fit``
+        (:attr:`mean_prior_`, :attr:`variance_scale_`) when there is one,
+        else computed from ``X``.
 
         Parameters
         ----------
@@ -414,9 +417,15 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """
         self._check_params()
         X = check_array(X, dtype=np.float64)
-        if hasattr(self, "_model") and X.shape[1] == self._model.n_features \
-                and self._model.n_components == self.n_components:
-            model = self._model  # the priors frozen by fit, so it compares with log_evidence_
-        else:
-            model = self._make_model(X)
+        mean_prior, variance_scale = self._prior_location(X)
+        if hasattr(self, "mean_prior_") and X.shape[1] == self.mean_prior_.shape[0]:
+            # Priors from the data are those frozen by fit, so that the
+            # result compares with log_evidence_.
+            mean_prior = self.mean_prior_ if self.mean_prior is None else mean_prior
+            variance_scale = self.variance_scale_ if self.variance_scale is None \
+                else variance_scale
+        model = GaussianMixtureModel(
+            X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
+            variance_scale, mean_prior, self.mean_variance_factor,
+        )
         return model.exact_log_evidence((torch.as_tensor(X),))
