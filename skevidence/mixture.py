@@ -8,15 +8,14 @@ from sklearn.base import DensityMixin
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import SHARED_PARAMS_DOC, BaseEvidenceEstimator, normalize_proba
+from ._base import EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, BaseEvidenceEstimator, normalize_proba
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
 
-# The unadjusted warm-up measured best on mixtures (see EvidenceGMM Notes).
-GMM_WARMUP_DOC = """Four times
-        as many are taken while fewer than 1000 observations have been
-        seen, when the posterior is broad and changes fast."""
+# With ``variance_scale=None`` the inverse-gamma scale of every variance is
+# this fraction of the feature's variance in the first batch.
+DATA_VARIANCE_FRACTION = 0.1
 
 
 class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
@@ -24,56 +23,25 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     The model is a mixture of ``n_components`` Gaussians with diagonal
     covariances, the component assignments marginalised, and the priors of
-    Cameron & Dyer (2019, Appendix B.3): ``weights ~ Dirichlet(alpha)``,
-    ``variances ~ InvGamma(variance_shape, variance_scale)`` and
-    ``means | variance ~ N(mean_prior, mean_variance_factor * variance)``,
-    independently over components and features. ``fit`` starts over;
-    ``partial_fit`` conditions the current posterior on more data. The log
-    evidence ranks mixtures of different sizes (:attr:`log_evidence_` of
-    each ``n_components``): unlike the likelihood it does not grow with
-    the number of components by itself.
+    Cameron, Eggers & Kroon (2019, Appendix B.3): ``weights ~
+    Dirichlet(alpha)``, ``variances ~ InvGamma(variance_shape,
+    variance_scale)`` and ``means | variance ~ N(mean_prior,
+    mean_variance_factor * variance)``, independently over components and
+    features. By default the prior follows the data's scale, as
+    :class:`sklearn.mixture.BayesianGaussianMixture`'s does: ``mean_prior``
+    is the mean and ``variance_scale`` a tenth of the variance of every
+    feature in the first batch (all of ``X`` in ``fit``, the first call's
+    batch in ``partial_fit``), then frozen (:attr:`mean_prior_`,
+    :attr:`variance_scale_`). Rescaling the data by ``c`` then shifts every
+    ``log_evidence_`` by the Jacobian ``-n_samples * n_features * log(c)``
+    (the sampler's paths are the same up to rounding) and changes neither
+    the chosen number of components nor the cost. The
+    paper's fixed priors are ``mean_prior=0.0, variance_scale=1.0``.
 
-    The posterior of a mixture is multimodal (the ``K!`` label permutations
-    and poorer local optima), so the engine settings differ from the linear
-    models (``_engine_defaults``), chosen by measurement on the paper's
-    setting (2-D, 5 components, N = 1e4, dynesty reference -44096.59;
-    ``benchmarks/bench_gmm.py``, differences over sampler seeds 0-3):
-
-    * one control-variate reference point per particle
-      (``control_variate="particle"``): a shared reference sits between
-      permutation modes and corrects every particle's gradient wrongly;
-    * a per-particle diagonal preconditioner from the model's Fisher
-      information (``precondition="model"``): the particle covariance
-      spans the permutation modes (with it the sampler diverged on the
-      first chunk), and the isotropic ``learning_rate / n`` step moves a
-      wide, light component (variance 22, weight 0.06) 20 times slower
-      than a narrow, heavy one (isotropic, learning rate 0.1: -2.8, -2.5,
-      -6.1 nats);
-    * ``learning_rate=0.007``, a step per unit of posterior standard
-      deviation: 0.1 gave -14.4, -9.0, -15.1 nats (discretisation and
-      gradient-noise bias), 0.02 -2.2, -2.0, -1.5, -2.6, 0.007 -1.8,
-      -1.3, -0.5, -1.2, -2.7 (seeds 0-4), and 0.003 -2.5, -2.9, -6.9,
-      -4.3 (too slow to mix). Doubling ``n_burnin`` or ``n_particles``
-      did not lower the remaining bias of about -1.5 nats (-2.7 and -2.4
-      on average over seeds 0-3);
-    * the unadjusted warm-up (``4 * n_burnin`` steps of the same sampler
-      below 1000 observations, ``exact_warmup=False``) instead of the
-      linear models' Metropolis-adjusted one: with the latter the
-      differences at N = 1e4 were -3.0, -2.0, -1.8, -1.7, -3.1 (seeds 0-4),
-      although at N = 1e3 they were as small (-0.6 to -1.2).
-
-    With these defaults a fit of the N = 1e4 data takes about 17 s on one
-    CPU core (dynesty: about 1300 s), and at N = 1e3 the differences from
-    the reference -4494.94 +- 0.9 are -1.0, -0.6, -0.9, -0.2, -0.7 nats.
-    Over 20 sampler seeds at N = 1e4 the difference is -2.2 +- 1.0 nats
-    (worst -3.7): particle clouds that never find the data's smallest
-    component (weight 0.008, inside the heaviest) fall behind, and at
-    N = 1e5 runs spread over about 20 nats for that reason
-    (``benchmarks/bench_gmm.py``). The reference is itself uncertain by a
-    few nats: tempered SMC from t's at the posterior modes that EM finds
-    (``bench_gmm.py --smc``), which misses modes no EM start reaches and
-    so errs low, gives -44100.8 at N = 1e4 and -4496.3 at N = 1e3, below
-    both dynesty and these runs.
+    ``fit`` starts over; ``partial_fit`` conditions the current posterior
+    on more data. The log evidence ranks mixtures of different sizes
+    (:attr:`log_evidence_` of each ``n_components``): unlike the
+    likelihood it does not grow with the number of components by itself.
 
     Parameters
     ----------
@@ -83,16 +51,24 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         Symmetric Dirichlet concentration ``alpha`` of the weights.
     variance_shape : float, default=1.0
         Shape of the inverse-gamma prior on every variance.
-    variance_scale : float, default=1.0
-        Scale of the inverse-gamma prior on every variance.
-    mean_prior : float, default=0.0
-        Prior mean of every component mean.
+    variance_scale : float or None, default=None
+        Scale of the inverse-gamma prior on every variance; ``None`` takes
+        ``0.1`` times each feature's variance in the first batch (a feature
+        constant there gets 1).
+    mean_prior : float or None, default=None
+        Prior mean of every component mean; ``None`` takes each feature's
+        mean in the first batch.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
-{SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=GMM_WARMUP_DOC)}
+{SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=EXACT_WARMUP_DOC)}
 
     Attributes
     ----------
+    mean_prior_ : ndarray of shape (n_features,)
+        Prior mean of the component means, per feature, as used (given or
+        from the first batch).
+    variance_scale_ : ndarray of shape (n_features,)
+        Inverse-gamma scale of the variances, per feature, as used.
     log_evidence_ : float
         Estimate of ``log p(X)`` for all data seen so far.
     log_evidence_std_ : float
@@ -147,6 +123,27 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     sklearn.mixture.GaussianMixture : maximum-likelihood mixture (EM).
     sklearn.mixture.BayesianGaussianMixture : variational mixture.
 
+    Notes
+    -----
+    The posterior of a mixture is multimodal (the ``K!`` relabellings and
+    poorer local optima), so the engine settings differ from the linear
+    models (``_engine_defaults``): one control-variate reference per
+    particle and a per-particle diagonal preconditioner from the model's
+    Fisher information. The warm-up below 1000 observations is
+    Metropolis-adjusted: against an importance-sampling reference over the
+    relabellings of the posterior mode (3-cluster 2-D data, three
+    geometries), the unadjusted one was high by +0.8 to +1.7 nats (median
+    1.0, N = 4000), the adjusted one by -1.1 to +0.9 (median |error|
+    0.26 over 14 runs at N = 4000 and 20000) at half the CPU time
+    (``benchmarks/bench_gmm_reference.py``; the earlier choices against
+    dynesty and tempered SMC: ``benchmarks/bench_gmm.py``).
+
+    References
+    ----------
+    Cameron, S. A., Eggers, H. C. & Kroon, S. (2019). Stochastic gradient
+    annealed importance sampling for efficient online marginal likelihood
+    estimation. Entropy 21(11), 1109.
+
     Examples
     --------
     >>> import numpy as np
@@ -166,7 +163,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     """
 
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
-                        "exact_warmup": False, "warmup_factor": 4}
+                        "exact_warmup": True, "warmup_factor": 2}
 
     def __init__(
         self,
@@ -174,8 +171,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         n_components=5,
         weight_concentration=1.0,
         variance_shape=1.0,
-        variance_scale=1.0,
-        mean_prior=0.0,
+        variance_scale=None,
+        mean_prior=None,
         mean_variance_factor=4.0,
         n_particles=128,
         batch_size=500,
@@ -216,15 +213,34 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         k = self.n_components
         if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(f"n_components must be a positive integer, got {k!r}")
-        self._check_finite_params("weight_concentration", "variance_shape", "variance_scale",
+        self._check_finite_params("weight_concentration", "variance_shape",
                                   "mean_variance_factor")
-        self._check_finite_params("mean_prior", positive=False)
+        if self.variance_scale is not None:
+            self._check_finite_params("variance_scale")
+        if self.mean_prior is not None:
+            self._check_finite_params("mean_prior", positive=False)
 
     def _make_model(self, X, y=None):
+        mean_prior, variance_scale = self._prior_location(X)
         return GaussianMixtureModel(
             X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
-            self.variance_scale, self.mean_prior, self.mean_variance_factor,
+            variance_scale, mean_prior, self.mean_variance_factor,
         )
+
+    def _prior_location(self, X):
+        """Prior mean and inverse-gamma scale per feature: given, or from ``X``.
+
+        From the data they follow its scale (as BayesianGaussianMixture's
+        priors do), so rescaling the data by ``c`` rescales the prior with it
+        and shifts the log evidence by exactly ``-N D log c``. A feature
+        constant in ``X`` gets the scale 1.
+        """
+        mean_prior = X.mean(0) if self.mean_prior is None else self.mean_prior
+        if self.variance_scale is not None:
+            return mean_prior, self.variance_scale
+        variance = X.var(0) if X.shape[0] > 1 else np.zeros(X.shape[1])
+        scale = DATA_VARIANCE_FRACTION * variance
+        return mean_prior, np.where(scale > 0, scale, 1.0)
 
     def _validate_training_data(self, X, y, reset):
         X = validate_data(self, X, reset=reset, dtype=np.float64)
@@ -273,6 +289,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     def _set_fitted_attributes(self):
         super()._set_fitted_attributes()
+        self.mean_prior_ = self._model.mean_prior.copy()
+        self.variance_scale_ = self._model.variance_scale.copy()
         best = int(np.argmax(self.particle_weights_))
         self._best_particle = best
         theta = self._particles_tensor()[best : best + 1]
@@ -405,6 +423,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """Closed-form ``log p(X)`` for ``n_components=1`` (Normal-Inverse-Gamma).
 
         Computed in float64; it does not need the estimator to be fitted.
+        Priors taken from the data are those frozen by the last ``fit``
+        (:attr:`mean_prior_`, :attr:`variance_scale_`) when there is one,
+        else computed from ``X``.
 
         Parameters
         ----------
@@ -423,4 +444,15 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """
         self._check_params()
         X = check_array(X, dtype=np.float64)
-        return self._make_model(X).exact_log_evidence((torch.as_tensor(X),))
+        mean_prior, variance_scale = self._prior_location(X)
+        if hasattr(self, "mean_prior_") and X.shape[1] == self.mean_prior_.shape[0]:
+            # Priors from the data are those frozen by fit, so that the
+            # result compares with log_evidence_.
+            mean_prior = self.mean_prior_ if self.mean_prior is None else mean_prior
+            variance_scale = self.variance_scale_ if self.variance_scale is None \
+                else variance_scale
+        model = GaussianMixtureModel(
+            X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
+            variance_scale, mean_prior, self.mean_variance_factor,
+        )
+        return model.exact_log_evidence((torch.as_tensor(X),))

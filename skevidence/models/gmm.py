@@ -19,6 +19,7 @@ both.
 
 import math
 
+import numpy as np
 import torch
 
 from .base import Model
@@ -39,10 +40,13 @@ class GaussianMixtureModel(Model):
         Number of mixture components ``K``.
     weight_concentration : float, default=1.0
         Symmetric Dirichlet concentration of the weights.
-    variance_shape, variance_scale : float, default=1.0
-        Shape and scale of the inverse-gamma prior on every variance.
-    mean_prior : float, default=0.0
-        Prior mean of every component mean.
+    variance_shape : float, default=1.0
+        Shape of the inverse-gamma prior on every variance.
+    variance_scale : float or array-like of shape (n_features,), default=1.0
+        Scale of the inverse-gamma prior on the variances (per feature when
+        an array).
+    mean_prior : float or array-like of shape (n_features,), default=0.0
+        Prior mean of every component mean (per feature when an array).
     mean_variance_factor : float, default=4.0
         The prior variance of a mean is this factor times its component's
         variance.
@@ -55,11 +59,16 @@ class GaussianMixtureModel(Model):
         self.n_components = int(n_components)
         self.weight_concentration = float(weight_concentration)
         self.variance_shape = float(variance_shape)
-        self.variance_scale = float(variance_scale)
-        self.mean_prior = float(mean_prior)
+        self.variance_scale = _per_feature(variance_scale, n_features)
+        self.mean_prior = _per_feature(mean_prior, n_features)
         self.mean_variance_factor = float(mean_variance_factor)
         K, D = self.n_components, self.n_features
         self.n_params = (K - 1) + 2 * K * D
+
+    def _prior_location(self, theta):
+        """``(mean_prior, variance_scale)`` as ``[D]`` tensors like ``theta``."""
+        kw = dict(dtype=theta.dtype, device=theta.device)
+        return torch.as_tensor(self.mean_prior, **kw), torch.as_tensor(self.variance_scale, **kw)
 
     # -- parameter maps ------------------------------------------------------------
 
@@ -97,10 +106,10 @@ class GaussianMixtureModel(Model):
         # an exponential is -log U; Gamma(a) for general a by Marsaglia-Tsang.
         gammas = _gamma(self.weight_concentration, (n, K), **kw)
         weights = gammas / gammas.sum(1, keepdim=True)
-        precisions = _gamma(self.variance_shape, (n, K, D), **kw) / self.variance_scale
-        variances = 1.0 / precisions
+        m0, b = self._prior_location(torch.empty(0, dtype=dtype, device=device))
+        variances = b / _gamma(self.variance_shape, (n, K, D), **kw)
         eps = torch.randn(n, K, D, **kw)
-        means = self.mean_prior + (self.mean_variance_factor * variances).sqrt() * eps
+        means = m0 + (self.mean_variance_factor * variances).sqrt() * eps
         # A weight that underflows to 0 would map to an infinite logit.
         weights = weights.clamp_min(torch.finfo(dtype).tiny)
         return self.pack(weights, means, variances)
@@ -109,20 +118,21 @@ class GaussianMixtureModel(Model):
         K, D = self.n_components, self.n_features
         a, b, alpha = self.variance_shape, self.variance_scale, self.weight_concentration
         dirichlet = math.lgamma(K * alpha) - K * math.lgamma(alpha)
-        inv_gamma = K * D * (a * math.log(b) - math.lgamma(a))
+        inv_gamma = K * (a * float(np.log(b).sum()) - D * math.lgamma(a))
         normal = -0.5 * K * D * (_LOG_2PI + math.log(self.mean_variance_factor))
         return dirichlet + inv_gamma + normal
 
     def log_prior(self, theta):
         logits, means, log_var = self._split(theta)
-        a, b = self.variance_shape, self.variance_scale
+        a = self.variance_shape
+        m0, b = self._prior_location(theta)
         # Dirichlet density times the additive-log-ratio Jacobian prod_k w_k.
         log_w = self._log_weights(logits)
         weights_term = self.weight_concentration * log_w.sum(1)
         # InvGamma density of v = exp(s) times the Jacobian v:
         # -(a + 1) s - b / v + s.
         var_term = (-a * log_var - b * torch.exp(-log_var)).sum((1, 2))
-        centred = means - self.mean_prior
+        centred = means - m0
         mean_term = (-0.5 * log_var
                      - 0.5 * centred.square() * torch.exp(-log_var)
                      / self.mean_variance_factor).sum((1, 2))
@@ -131,11 +141,12 @@ class GaussianMixtureModel(Model):
     def grad_log_prior(self, theta):
         logits, means, log_var = self._split(theta)
         K = self.n_components
-        alpha, a, b = self.weight_concentration, self.variance_shape, self.variance_scale
+        alpha, a = self.weight_concentration, self.variance_shape
+        m0, b = self._prior_location(theta)
         weights = self._log_weights(logits).exp()
         g_logits = alpha - K * alpha * weights[:, : K - 1]
         precision = torch.exp(-log_var)
-        centred = means - self.mean_prior
+        centred = means - m0
         c = self.mean_variance_factor
         g_means = -centred * precision / c
         g_log_var = -a + b * precision - 0.5 + 0.5 * centred.square() * precision / c
@@ -221,8 +232,9 @@ class GaussianMixtureModel(Model):
         precision = torch.exp(-log_var)
         c = self.mean_variance_factor
         mean_info = (n_eff * w + 1.0 / c) * precision
-        centred = means - self.mean_prior
-        log_var_info = (0.5 * n_eff * w + self.variance_scale * precision
+        m0, b = self._prior_location(theta)
+        centred = means - m0
+        log_var_info = (0.5 * n_eff * w + b * precision
                         + 0.5 * centred.square() * precision / c)
         M = theta.shape[0]
         info = torch.cat([logit_info, mean_info.reshape(M, -1), log_var_info.reshape(M, -1)], 1)
@@ -246,16 +258,27 @@ class GaussianMixtureModel(Model):
         X = batch[0].to(torch.float64)
         n = X.shape[0]
         kappa0 = 1.0 / self.mean_variance_factor
-        a, b, m0 = self.variance_shape, self.variance_scale, self.mean_prior
+        a = self.variance_shape
+        m0, b = self._prior_location(X)
         kappa_n = kappa0 + n
         a_n = a + 0.5 * n
         xbar = X.mean(0)
         scatter = (X - xbar).square().sum(0)
         b_n = b + 0.5 * scatter + 0.5 * kappa0 * n * (xbar - m0).square() / kappa_n
         per_feature = (-0.5 * n * _LOG_2PI + 0.5 * (math.log(kappa0) - math.log(kappa_n))
-                       + a * math.log(b) - a_n * torch.log(b_n)
+                       + a * torch.log(b) - a_n * torch.log(b_n)
                        + math.lgamma(a_n) - math.lgamma(a))
         return float(per_feature.sum())
+
+
+def _per_feature(value, n_features):
+    """A scalar or a length-``n_features`` vector as a float64 array of that length."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full(n_features, float(arr))
+    if arr.shape != (n_features,):
+        raise ValueError(f"expected a scalar or {n_features} values, got shape {arr.shape}")
+    return arr.copy()
 
 
 def _gamma(shape, size, generator, dtype, device):

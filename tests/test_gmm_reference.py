@@ -1,0 +1,45 @@
+"""The importance-sampling reference of benchmarks/bench_gmm_reference.py."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from skevidence.models import GaussianMixtureModel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+from bench_gmm_reference import reference_log_evidence  # noqa: E402
+
+
+def test_reference_matches_the_one_component_closed_form():
+    rng = np.random.default_rng(0)
+    X = rng.normal([1.0, -2.0], [1.5, 0.6], (300, 2))
+    model = GaussianMixtureModel(2, 1, mean_prior=X.mean(0), variance_scale=X.var(0))
+    exact = model.exact_log_evidence((torch.as_tensor(X),))
+    ref = reference_log_evidence(X, model, n_draws=4000, n_starts=1, seed=0)
+    # ESS about 90% of the draws, standard error about 0.005 nats; the
+    # error was 0.006 nats at seed 0. 5 standard errors (0.025) could only
+    # fail through a wrong proposal density or a wrong mode.
+    assert ref["ess"] > 0.8
+    assert ref["n_modes"] == 1
+    assert abs(ref["log_evidence"] - exact) < 5 * ref["std_error"]
+    assert ref["laplace"] == pytest.approx(exact, abs=0.1)
+
+
+def test_three_component_evidence_matches_the_reference():
+    # The adjusted warm-up keeps the early phase unbiased. On these data
+    # (600 draws, all absorbed in the warm-up) the errors against the
+    # reference (ESS 71%, standard error 0.01) were +0.23, +0.19, -0.12,
+    # +0.37, -0.19 nats for random_state 0-4; 1 nat is the issue's bar for
+    # the worst run.
+    from bench_gmm_reference import make_clusters, model_of
+
+    from skevidence import EvidenceGMM
+
+    X = make_clusters(600, "separated", 0)
+    est = EvidenceGMM(n_components=3, random_state=0).fit(X)
+    ref = reference_log_evidence(X, model_of(est), n_draws=4000, n_starts=2, seed=0)
+    assert ref["ess"] > 0.5
+    assert abs(est.log_evidence_ - ref["log_evidence"]) < 1.0
