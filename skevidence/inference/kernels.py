@@ -17,7 +17,10 @@ import math
 
 import torch
 
-__all__ = ["sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner"]
+__all__ = [
+    "sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner",
+    "precision_preconditioner", "ledoit_wolf_shrinkage",
+]
 
 
 def sghmc(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, generator):
@@ -66,6 +69,50 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
     raise FloatingPointError(
         "the particles' covariance is not positive definite (the particles "
         "have collapsed or diverged); reduce learning_rate or increase n_particles"
+    )
+
+
+def ledoit_wolf_shrinkage(theta, W):
+    """Data-driven weight of the diagonal for :func:`covariance_preconditioner`.
+
+    The Ledoit-Wolf (2004) estimate of the weight that minimises the
+    expected Frobenius error of the shrunk covariance (target: its
+    diagonal), with the Kish effective sample size of the weights ``W``
+    in place of the particle count.
+    """
+    mean = W @ theta
+    centred = theta - mean
+    cov = (centred * W[:, None]).T @ centred
+    n_eff = float(1.0 / (W**2).sum())
+    # Spread of the per-particle outer products around their mean: the
+    # sampling variance of the covariance's off-diagonal entries.
+    sq = centred**2
+    var_entries = ((sq * W[:, None]).T @ sq - cov**2) / max(n_eff, 1.0)
+    off = ~torch.eye(cov.shape[0], dtype=torch.bool, device=cov.device)
+    numerator = float(var_entries[off].clamp_min(0).sum())
+    denominator = float((cov[off] ** 2).sum())
+    if denominator <= 0.0:
+        return 1.0
+    return min(max(numerator / denominator, 0.0), 1.0)
+
+
+def precision_preconditioner(precision):
+    """A square root ``L`` (``L L^T = precision^{-1}``) of the inverse of ``precision [d, d]``.
+
+    ``L = C^{-T}`` for the Cholesky factor ``C`` of the precision (upper
+    triangular; the kernels need only ``L L^T``). A jitter grown until the
+    factorisation succeeds keeps it defined for a nearly singular precision.
+    """
+    d = precision.shape[0]
+    eye = torch.eye(d, dtype=precision.dtype, device=precision.device)
+    scale = torch.diagonal(precision).mean().clamp_min(1e-300)
+    for jitter in (0.0, 1e-12, 1e-9, 1e-6, 1e-3):
+        chol, info = torch.linalg.cholesky_ex(precision + jitter * scale * eye)
+        if int(info) == 0 and torch.isfinite(chol).all():
+            return torch.linalg.solve_triangular(chol, eye, upper=False).T
+    raise FloatingPointError(
+        "the model's curvature at the particles' mean is not positive definite "
+        "or not finite; the particles may have diverged (reduce learning_rate)"
     )
 
 
