@@ -32,15 +32,29 @@ def sghmc(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     invariant and forgets momenta of particles that resampling duplicated.
     """
     M, d = theta.shape
-    P = chol @ chol.T
+    P = _preconditioner_from_factor(chol)
     noise_scale = math.sqrt(2.0 * momentum_decay * step_size)
-    v = math.sqrt(step_size) * _gaussian(M, d, generator, theta) @ chol.T
+    v = math.sqrt(step_size) * _times_factor_t(_gaussian(M, d, generator, theta), chol)
     for _ in range(n_steps):
         g = grad_log_density(theta)
-        noise = _gaussian(M, d, generator, theta) @ chol.T
-        v = (1.0 - momentum_decay) * v + step_size * (g @ P) + noise_scale * noise
+        noise = _times_factor_t(_gaussian(M, d, generator, theta), chol)
+        v = (1.0 - momentum_decay) * v + step_size * _times_factor(g, P) + noise_scale * noise
         theta = theta + v
     return theta
+
+
+def _times_factor_t(x, chol):
+    """``x @ chol.T``; a 1-d ``chol`` is the diagonal of a diagonal factor."""
+    return x * chol if chol.dim() == 1 else x @ chol.T
+
+
+def _times_factor(x, chol):
+    """``x @ chol``; a 1-d ``chol`` is the diagonal of a diagonal factor."""
+    return x * chol if chol.dim() == 1 else x @ chol
+
+
+def _preconditioner_from_factor(chol):
+    return chol**2 if chol.dim() == 1 else chol @ chol.T
 
 
 def _gaussian(M, d, generator, like):
@@ -49,6 +63,9 @@ def _gaussian(M, d, generator, like):
 
 def covariance_preconditioner(theta, W, shrinkage=0.0):
     """Cholesky factor of the weighted particle covariance, ``[d, d]``.
+
+    With ``shrinkage=1`` the factor is diagonal and is returned as its
+    diagonal, ``[d]`` (the kernels apply a 1-d factor elementwise).
 
     ``W`` are normalised weights ``[M]``. ``shrinkage`` mixes in the diagonal
     (for clouds of fewer particles than about ``2 d``, whose covariance is
@@ -59,6 +76,10 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
     centred = theta - mean
     cov = (centred * W[:, None]).T @ centred
     diag = torch.diagonal(cov)
+    if shrinkage == 1.0:  # diagonal: returned as a vector, applied elementwise
+        root = torch.sqrt(diag + 1e-12 * diag.mean())
+        if int((root > 0).sum()) == root.shape[0] and torch.isfinite(root).all():
+            return root
     cov = (1.0 - shrinkage) * cov + torch.diag(shrinkage * diag)
     eye = torch.eye(cov.shape[0], dtype=cov.dtype, device=cov.device)
     scale = diag.mean().clamp_min(1e-300)
@@ -134,19 +155,19 @@ def baoab(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     per step: the closing kick's gradient opens the next step).
     """
     M, d = theta.shape
-    P = chol @ chol.T
+    P = _preconditioner_from_factor(chol)
     keep = 1.0 - momentum_decay
     noise_scale = math.sqrt((1.0 - keep**2) * step_size)
     half = 0.5 * step_size
-    v = math.sqrt(step_size) * _gaussian(M, d, generator, theta) @ chol.T
+    v = math.sqrt(step_size) * _times_factor_t(_gaussian(M, d, generator, theta), chol)
     g = grad_log_density(theta)
     for _ in range(n_steps):
-        v = v + half * (g @ P)
+        v = v + half * _times_factor(g, P)
         theta = theta + 0.5 * v
-        v = keep * v + noise_scale * (_gaussian(M, d, generator, theta) @ chol.T)
+        v = keep * v + noise_scale * _times_factor_t(_gaussian(M, d, generator, theta), chol)
         theta = theta + 0.5 * v
         g = grad_log_density(theta)
-        v = v + half * (g @ P)
+        v = v + half * _times_factor(g, P)
     return theta
 
 
@@ -172,10 +193,10 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     n_accepted = torch.zeros((), dtype=theta.dtype, device=theta.device)
     for _ in range(n_steps):
         p = keep * p + refresh * _gaussian(M, d, generator, theta)
-        p_half = p + 0.5 * eps * (g @ chol)  # the gradient in L^{-1} theta coordinates
-        proposal = theta + eps * (p_half @ chol.T)
+        p_half = p + 0.5 * eps * _times_factor(g, chol)  # the gradient in L^{-1} theta
+        proposal = theta + eps * _times_factor_t(p_half, chol)
         log_p_new, g_new = log_density_and_grad(proposal)
-        p_new = p_half + 0.5 * eps * (g_new @ chol)
+        p_new = p_half + 0.5 * eps * _times_factor(g_new, chol)
         log_ratio = log_p_new - log_p - 0.5 * (p_new**2).sum(1) + 0.5 * (p**2).sum(1)
         log_ratio = torch.nan_to_num(log_ratio, nan=-math.inf)
         log_u = torch.log(torch.rand(M, generator=generator, dtype=theta.dtype,
