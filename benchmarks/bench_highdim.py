@@ -43,8 +43,9 @@ dozen other processes, wall times 5-8x longer), log Z minus reference:
   unadjusted (SGHMC) chunk, after 1000 observations (175 CPU s);
   the diagonal keeps the prior-size variance of the softmax's redundant
   direction and its steps are far too long across it.
-* synth100 at N = 2000 (the same generator, ``/tmp`` script, no split or
-  scaling), M = 32, curvature: -838.87 against importance sampling
+* ``make_logistic_regression(2000, n_features=24, n_classes=4,
+  random_state=0)`` (d = 100, no split or scaling) through the engine with
+  ``SGAISConfig(n_particles=32)`` (seed 0), curvature: -838.87 against importance sampling
   -837.08 +- 0.01 (ESS 7.3% of 4e4), -1.8 nats; no particle diverged;
   annealing steps per chunk 72, 25, 17, 14; training log-likelihood 36.6
   below the mode's.
