@@ -235,7 +235,7 @@ def _preconditioner(model, state, config, chunk, lam):
     d = state.theta.shape[1]
     if _uses_curvature(model, state, config):
         return precision_preconditioner(_laplace_precision(model, state, config, chunk, lam))
-    if config.precondition == "covariance":
+    if config.precondition in ("covariance", "curvature"):  # curvature unknown: covariance
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
         shrinkage = config.precondition_shrinkage
         if shrinkage == "ledoit-wolf":
