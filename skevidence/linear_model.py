@@ -494,7 +494,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     Student t fitted at the posterior mode (standard error about 0.01 nats):
     -629.39 at N = 1000 and -5664.19 at N = 10_000.
 
-    The engine's preconditioner is the particles' covariance without
+    With fewer than two particles per parameter (``n_particles < 2 d``) the
+    preconditioner is instead the inverse Laplace precision at the particles'
+    mean (``benchmarks/bench_highdim.py``): ``M`` particles span only ``M - 1``
+    dimensions. Otherwise it is the particles' covariance without
     shrinkage toward its diagonal. With one weight vector per class the
     posterior is wide along "add one vector to every class" (only the prior
     constrains it) and narrow across it, so the diagonal of the covariance

@@ -17,7 +17,10 @@ import math
 
 import torch
 
-__all__ = ["sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner"]
+__all__ = [
+    "sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner",
+    "precision_preconditioner", "ledoit_wolf_shrinkage",
+]
 
 
 def sghmc(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, generator):
@@ -29,15 +32,29 @@ def sghmc(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     invariant and forgets momenta of particles that resampling duplicated.
     """
     M, d = theta.shape
-    P = chol @ chol.T
+    P = _preconditioner_from_factor(chol)
     noise_scale = math.sqrt(2.0 * momentum_decay * step_size)
-    v = math.sqrt(step_size) * _gaussian(M, d, generator, theta) @ chol.T
+    v = math.sqrt(step_size) * _times_factor_t(_gaussian(M, d, generator, theta), chol)
     for _ in range(n_steps):
         g = grad_log_density(theta)
-        noise = _gaussian(M, d, generator, theta) @ chol.T
-        v = (1.0 - momentum_decay) * v + step_size * (g @ P) + noise_scale * noise
+        noise = _times_factor_t(_gaussian(M, d, generator, theta), chol)
+        v = (1.0 - momentum_decay) * v + step_size * _times_factor(g, P) + noise_scale * noise
         theta = theta + v
     return theta
+
+
+def _times_factor_t(x, chol):
+    """``x @ chol.T``; a 1-d ``chol`` is the diagonal of a diagonal factor."""
+    return x * chol if chol.dim() == 1 else x @ chol.T
+
+
+def _times_factor(x, chol):
+    """``x @ chol``; a 1-d ``chol`` is the diagonal of a diagonal factor."""
+    return x * chol if chol.dim() == 1 else x @ chol
+
+
+def _preconditioner_from_factor(chol):
+    return chol**2 if chol.dim() == 1 else chol @ chol.T
 
 
 def _gaussian(M, d, generator, like):
@@ -46,6 +63,9 @@ def _gaussian(M, d, generator, like):
 
 def covariance_preconditioner(theta, W, shrinkage=0.0):
     """Cholesky factor of the weighted particle covariance, ``[d, d]``.
+
+    With ``shrinkage=1`` the factor is diagonal and is returned as its
+    diagonal, ``[d]`` (the kernels apply a 1-d factor elementwise).
 
     ``W`` are normalised weights ``[M]``. ``shrinkage`` mixes in the diagonal
     (for clouds of fewer particles than about ``2 d``, whose covariance is
@@ -56,6 +76,10 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
     centred = theta - mean
     cov = (centred * W[:, None]).T @ centred
     diag = torch.diagonal(cov)
+    if shrinkage == 1.0:  # diagonal: returned as a vector, applied elementwise
+        root = torch.sqrt(diag + 1e-12 * diag.mean())
+        if int((root > 0).sum()) == root.shape[0] and torch.isfinite(root).all():
+            return root
     cov = (1.0 - shrinkage) * cov + torch.diag(shrinkage * diag)
     eye = torch.eye(cov.shape[0], dtype=cov.dtype, device=cov.device)
     scale = diag.mean().clamp_min(1e-300)
@@ -68,6 +92,50 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
         "have collapsed or diverged). Likely causes: data far from unit scale "
         "(standardise them, e.g. StandardScaler), a learning_rate too large "
         "(try a tenth of it), or fewer particles than parameters (increase n_particles)"
+    )
+
+
+def ledoit_wolf_shrinkage(theta, W):
+    """Data-driven weight of the diagonal for :func:`covariance_preconditioner`.
+
+    The Ledoit-Wolf (2004) estimate of the weight that minimises the
+    expected Frobenius error of the shrunk covariance (target: its
+    diagonal), with the Kish effective sample size of the weights ``W``
+    in place of the particle count.
+    """
+    mean = W @ theta
+    centred = theta - mean
+    cov = (centred * W[:, None]).T @ centred
+    n_eff = float(1.0 / (W**2).sum())
+    # Spread of the per-particle outer products around their mean: the
+    # sampling variance of the covariance's off-diagonal entries.
+    sq = centred**2
+    var_entries = ((sq * W[:, None]).T @ sq - cov**2) / max(n_eff, 1.0)
+    off = ~torch.eye(cov.shape[0], dtype=torch.bool, device=cov.device)
+    numerator = float(var_entries[off].clamp_min(0).sum())
+    denominator = float((cov[off] ** 2).sum())
+    if denominator <= 0.0:
+        return 1.0
+    return min(max(numerator / denominator, 0.0), 1.0)
+
+
+def precision_preconditioner(precision):
+    """A square root ``L`` (``L L^T = precision^{-1}``) of the inverse of ``precision [d, d]``.
+
+    ``L = C^{-T}`` for the Cholesky factor ``C`` of the precision (upper
+    triangular; the kernels need only ``L L^T``). A jitter grown until the
+    factorisation succeeds keeps it defined for a nearly singular precision.
+    """
+    d = precision.shape[0]
+    eye = torch.eye(d, dtype=precision.dtype, device=precision.device)
+    scale = torch.diagonal(precision).mean().clamp_min(1e-300)
+    for jitter in (0.0, 1e-12, 1e-9, 1e-6, 1e-3):
+        chol, info = torch.linalg.cholesky_ex(precision + jitter * scale * eye)
+        if int(info) == 0 and torch.isfinite(chol).all():
+            return torch.linalg.solve_triangular(chol, eye, upper=False).T
+    raise FloatingPointError(
+        "the model's curvature at the particles' mean is not positive definite "
+        "or not finite; the particles may have diverged (reduce learning_rate)"
     )
 
 
@@ -89,19 +157,19 @@ def baoab(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     per step: the closing kick's gradient opens the next step).
     """
     M, d = theta.shape
-    P = chol @ chol.T
+    P = _preconditioner_from_factor(chol)
     keep = 1.0 - momentum_decay
     noise_scale = math.sqrt((1.0 - keep**2) * step_size)
     half = 0.5 * step_size
-    v = math.sqrt(step_size) * _gaussian(M, d, generator, theta) @ chol.T
+    v = math.sqrt(step_size) * _times_factor_t(_gaussian(M, d, generator, theta), chol)
     g = grad_log_density(theta)
     for _ in range(n_steps):
-        v = v + half * (g @ P)
+        v = v + half * _times_factor(g, P)
         theta = theta + 0.5 * v
-        v = keep * v + noise_scale * (_gaussian(M, d, generator, theta) @ chol.T)
+        v = keep * v + noise_scale * _times_factor_t(_gaussian(M, d, generator, theta), chol)
         theta = theta + 0.5 * v
         g = grad_log_density(theta)
-        v = v + half * (g @ P)
+        v = v + half * _times_factor(g, P)
     return theta
 
 
@@ -127,10 +195,10 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     n_accepted = torch.zeros((), dtype=theta.dtype, device=theta.device)
     for _ in range(n_steps):
         p = keep * p + refresh * _gaussian(M, d, generator, theta)
-        p_half = p + 0.5 * eps * (g @ chol)  # the gradient in L^{-1} theta coordinates
-        proposal = theta + eps * (p_half @ chol.T)
+        p_half = p + 0.5 * eps * _times_factor(g, chol)  # the gradient in L^{-1} theta
+        proposal = theta + eps * _times_factor_t(p_half, chol)
         log_p_new, g_new = log_density_and_grad(proposal)
-        p_new = p_half + 0.5 * eps * (g_new @ chol)
+        p_new = p_half + 0.5 * eps * _times_factor(g_new, chol)
         log_ratio = log_p_new - log_p - 0.5 * (p_new**2).sum(1) + 0.5 * (p**2).sum(1)
         log_ratio = torch.nan_to_num(log_ratio, nan=-math.inf)
         log_u = torch.log(torch.rand(M, generator=generator, dtype=theta.dtype,

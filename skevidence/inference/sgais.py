@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of, take
+from ..models.base import Model, batch_size_of, take
 from . import islands
 from .annealing import ess, log_normalize, next_increment
 from .control_variates import ControlVariate
-from .kernels import baoab, covariance_preconditioner, ghmc, isotropic_preconditioner, sghmc
+from .kernels import (baoab, covariance_preconditioner, ghmc, isotropic_preconditioner,
+                      ledoit_wolf_shrinkage, precision_preconditioner, sghmc)
 from .reservoir import Reservoir
 
 __all__ = [
@@ -55,7 +56,9 @@ class SGAISConfig:
     target_ess: float = 0.9
     resample_threshold: float = 0.5
     reservoir_size: int | None = None
-    precondition: str | None = "covariance"  # or None (isotropic), "model" (posterior_scale)
+    # "covariance", None (isotropic), "model" (posterior_scale) or "curvature"
+    # (the model's Laplace precision at the particles' mean, see below).
+    precondition: str | None = "covariance"
     control_variate: str | None = "shared"
     cv_refresh_factor: float = 2.0
     warmup_size: int = 1000
@@ -67,7 +70,13 @@ class SGAISConfig:
     # (uncentred features, the redundant softmax parameterisation) into its
     # narrow directions and the sampler diverges there; it only helps when
     # n_particles is not much larger than the number of parameters.
-    precondition_shrinkage: float = 0.0
+    # "ledoit-wolf" picks the weight from the particles (ledoit_wolf_shrinkage).
+    precondition_shrinkage: float | str = 0.0
+    # With precondition="covariance", use the model's curvature instead when
+    # n_particles < curvature_ratio * n_params and the model gives one
+    # (Model.fisher_information): fewer particles than parameters span only
+    # part of the space, and moves cannot leave that span.
+    curvature_ratio: float = 2.0
     # Metropolis-adjusted moves on the exact tempered posterior while
     # n_seen < warmup_size and the store holds every observation (see
     # exact_move): few data give the least Gaussian posteriors, where a
@@ -377,13 +386,52 @@ def _maybe_refresh_reference(model, state, config):
     cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen)
 
 
-def _preconditioner(state, config, chunk, lam):
+def _preconditioner(model, state, config, chunk, lam):
     d = state.theta.shape[1]
-    if config.precondition == "covariance":
+    if _uses_curvature(model, state, config):
+        return precision_preconditioner(_laplace_precision(model, state, config, chunk, lam))
+    if config.precondition in ("covariance", "curvature"):  # curvature unknown: covariance
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        return covariance_preconditioner(state.theta, W, config.precondition_shrinkage)
+        shrinkage = config.precondition_shrinkage
+        if shrinkage == "ledoit-wolf":
+            shrinkage = ledoit_wolf_shrinkage(state.theta, W)
+        return covariance_preconditioner(state.theta, W, shrinkage)
     n_eff = state.n_seen + lam * batch_size_of(chunk)
     return isotropic_preconditioner(d, n_eff, state.theta)
+
+
+def _uses_curvature(model, state, config):
+    M, d = state.theta.shape
+    wanted = config.precondition == "curvature" or (
+        config.precondition == "covariance" and M < config.curvature_ratio * d)
+    return wanted and type(model).fisher_information is not Model.fisher_information
+
+
+def _laplace_precision(model, state, config, chunk, lam):
+    """Precision of the tempered posterior's Laplace approximation at the particles' mean.
+
+    ``prior + lam * chunk + past`` curvature; the past data's term comes
+    from the whole store while it is small, otherwise from a mini-batch of
+    ``batch_size`` scaled to the data seen.
+    """
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+    mean = W @ state.theta
+    precision = model.prior_precision(mean)
+    if precision is None:
+        precision = torch.zeros(mean.shape[0], mean.shape[0], dtype=mean.dtype,
+                                device=mean.device)
+    precision = precision + lam * model.fisher_information(mean, chunk)
+    size = state.reservoir.size
+    if size > 0:
+        store = state.reservoir.data()
+        if size > 2 * config.batch_size:
+            idx = state.reservoir.sample_indices(config.batch_size, state.generator)
+            past = (state.n_seen / config.batch_size) * model.fisher_information(
+                mean, take(store, idx))
+        else:
+            past = (state.n_seen / size) * model.fisher_information(mean, store)
+        precision = precision + past
+    return 0.5 * (precision + precision.T)
 
 
 def _n_moves(state, config):
@@ -475,7 +523,7 @@ def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target
     computed once per move and held fixed during its steps.
     """
     if config.precondition != "model":
-        return run(state.theta, target, _preconditioner(state, config, chunk, lam))
+        return run(state.theta, target, _preconditioner(model, state, config, chunk, lam))
     n_eff = state.n_seen + lam * batch_size_of(chunk)
     scale = model.posterior_scale(state.theta, n_eff)
     d = state.theta.shape[1]

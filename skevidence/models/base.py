@@ -88,6 +88,22 @@ class Model:
         """
         return torch.full_like(theta, 1.0 / max(float(n_eff), 1.0) ** 0.5)
 
+    def fisher_information(self, theta, batch):
+        """Summed Fisher information of the batch at one ``theta [d]``, ``[d, d]``, or ``None``.
+
+        Optional. With :meth:`prior_precision` it gives the precision of a
+        Laplace approximation of the posterior, which the engine uses as its
+        preconditioner when there are too few particles to estimate a
+        covariance in ``d`` dimensions (``SGAISConfig.curvature_ratio``).
+        ``None``, the default, means unknown: the engine then uses the
+        particles' covariance.
+        """
+        return None
+
+    def prior_precision(self, theta):
+        """Negative Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``, or ``None``."""
+        return None
+
     def exact_log_evidence(self, batch):
         """Closed-form log evidence of ``batch``, where one exists."""
         raise NotImplementedError(
@@ -114,3 +130,7 @@ class GaussianPriorModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_std**2
+
+    def prior_precision(self, theta):
+        eye = torch.eye(self.n_params, dtype=theta.dtype, device=theta.device)
+        return eye / self.prior_std**2

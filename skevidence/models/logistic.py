@@ -96,6 +96,34 @@ class LogisticRegressionModel(GaussianPriorModel):
         log_likelihood = (picked - _logsumexp_classes(scores)).sum(1)
         return log_likelihood, self._grad_from_residuals(-torch.softmax(scores, dim=1), X, y)
 
+    def fisher_information(self, theta, batch):
+        """``sum_n kron(diag(p_n) - p_n p_n^T, z_n z_n^T)``, ``z_n = [x_n, 1]``, at ``theta [d]``.
+
+        The negative Hessian of the batch's log-likelihood (it does not
+        depend on the labels), in the layout of ``theta``; cost
+        ``O(B d^2)`` for a batch of ``B``.
+        """
+        X = batch[0]
+        K = self.n_classes
+        p = torch.softmax(self._scores(theta[None], X)[0], dim=0).T  # [B, K]
+        A = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]  # [B, K, K]
+        Z = torch.cat([X, X.new_ones(X.shape[0], 1)], 1) if self.fit_intercept else X
+        q = Z.shape[1]
+        # [K K q, B] x [B, q]: every class pair's weighted Gram matrix at once.
+        AZ = (A.reshape(-1, K * K, 1) * Z[:, None, :]).reshape(X.shape[0], -1)
+        F = (AZ.T @ Z).reshape(K, K, q, q).permute(0, 2, 1, 3).reshape(K * q, K * q)
+        order = self._theta_order(q, theta.device)
+        return F[order][:, order]
+
+    def _theta_order(self, q, device):
+        """Rows of the ``(class, [x, 1])`` layout in the order of ``theta``."""
+        K, p = self.n_classes, self.n_features
+        k = torch.arange(K, device=device)
+        weights = (k[:, None] * q + torch.arange(p, device=device)).reshape(-1)
+        if not self.fit_intercept:
+            return weights
+        return torch.cat([weights, k * q + p])
+
     def _grad_from_residuals(self, resid, X, y):
         """Add the one-hot labels to ``-p`` (in place) and contract with ``[x, 1]``."""
         M, B = resid.shape[0], resid.shape[2]
