@@ -46,7 +46,10 @@ def test_updates_split_on_a_ramp_boundary_equal_one_update():
 
 def _first_batch_steps(noise_std):
     X, y = make_linear_regression(500, noise_std=noise_std, random_state=1)
-    reg = EvidenceLinearRegression(noise_std=noise_std, n_burnin=2, random_state=0).fit(X, y)
+    # prior_std is in units of the noise: 1 / noise_std keeps the weights'
+    # prior at N(0, 1) while the likelihood's precision grows.
+    reg = EvidenceLinearRegression(noise_std=noise_std, prior_std=1.0 / noise_std, n_burnin=2,
+                                   random_state=0).fit(X, y)
     return int(reg.evidence_trace_["n_annealing_steps"].sum())
 
 
