@@ -8,7 +8,8 @@ from sklearn.base import DensityMixin
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, BaseEvidenceEstimator, normalize_proba
+from ._base import (EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, TRUST_ATTRIBUTES_DOC,
+                    BaseEvidenceEstimator, normalize_proba)
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
@@ -71,33 +72,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         Inverse-gamma scale of the variances, per feature, as used.
     log_evidence_ : float
         Estimate of ``log p(X)`` for all data seen so far.
-    log_evidence_std_ : float
-        Estimated Monte Carlo standard deviation of ``log_evidence_`` from
-        this one run: the variances of the weight segments between
-        resamplings, ``1 / ESS - 1 / n_particles`` each, summed (exact for
-        particles that are independent posterior draws when a segment
-        starts). It does not capture the sampler's bias: particles that
-        lag the posterior (see ``diagnostics_``) or miss a mode give an
-        error beyond it. Calibrated on linear regression at N = 2e4 (95%
-        of errors within 2 std; benchmarks/bench_calibration.py).
-    evidence_trace_ : dict of ndarray
-        One entry per chunk: ``n_seen``, ``log_evidence``,
-        ``n_annealing_steps``, ``ess`` (of the weights after the chunk)
-        and ``log_evidence_std``.
-    diagnostics_ : dict
-        Health of the last ``fit`` / ``partial_fit``: ``n_diverged``,
-        ``max_diverged_fraction`` (largest share of particles lost in one
-        move), ``n_resamplings``, ``n_annealing_steps`` (per chunk),
-        ``adjusted_acceptance`` (mean acceptance of the Metropolis-adjusted
-        warm-up moves), ``ess``, ``log_evidence_std``, ``posterior_gap``
-        (the particles' mean log posterior below what a short L-BFGS run
-        from the best particle reaches; about ``n_params / 2`` at the
-        posterior) with its ``posterior_gap_threshold`` and
-        ``posterior_gap_n_seen`` (the check reruns when the data seen have
-        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
-        issued when ``warnings`` is not empty: most particles diverged in
-        one move, the ESS collapsed, a chunk needed more than 200
-        annealing steps, or the gap exceeds its threshold.
+{TRUST_ATTRIBUTES_DOC}
     weights_ : ndarray of shape (n_components,)
         Mixture weights of the highest-weight particle. Posterior means
         over particles are meaningless under label switching, so the point
