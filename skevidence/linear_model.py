@@ -386,7 +386,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
 
     The model is ``p(y = k | x) = softmax_k(W x + b)`` where every class
     ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``, all with
-    independent ``N(0, prior_std^2)`` priors (Cameron & Dyer 2019,
+    independent ``N(0, prior_std^2)`` priors (Cameron, Eggers & Kroon 2019,
     Appendix B.2). The parameterisation is kept as in the paper although it
     is redundant: the evidence belongs to this model, so two classes have
     ``2 (n_features + 1)`` parameters. ``fit`` starts over; ``partial_fit``

@@ -108,7 +108,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     Metropolis-adjusted: against an importance-sampling reference over the
     relabellings of the posterior mode (3-cluster 2-D data, three
     geometries), the unadjusted one was high by +0.8 to +1.7 nats (median
-    1.0, N = 4000), the adjusted one by -1.1 to +0.9 (median |error|
+    1.0, N = 4000), the adjusted one by -1.1 to +0.9 (median absolute error
     0.26 over 14 runs at N = 4000 and 20000) at half the CPU time
     (``benchmarks/bench_gmm_reference.py``; the earlier choices against
     dynesty and tempered SMC: ``benchmarks/bench_gmm.py``).
