@@ -74,3 +74,11 @@ def test_checkpoint_and_rollback_restore_the_state_exactly():
     assert state.log_evidence == before[2] and state.n_seen == 1000
     assert torch.equal(state.reservoir.data()[0], before[3])
     assert torch.equal(state.cv.grad_sum, before[4]) and len(state.trace) == 2
+
+
+@pytest.mark.parametrize("setting", [dict(precondition="covarience"), dict(integrator="BAOAB"),
+                                     dict(control_variate="particles"),
+                                     dict(precondition_shrinkage="ledoit")])
+def test_config_rejects_unknown_string_settings(setting):
+    with pytest.raises(ValueError, match="must be"):
+        sgais.SGAISConfig(**setting)

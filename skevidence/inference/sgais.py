@@ -103,6 +103,26 @@ class SGAISConfig:
     # a unit prior).
     annealing_steps_warning: int | None = 250
 
+    def __post_init__(self):
+        # A typo in a string setting must not fall back silently to another
+        # behaviour (the engine's branches test for one value each).
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"SGAISConfig.{name} must be one of {allowed}, got {value!r}")
+        shrinkage = self.precondition_shrinkage
+        if isinstance(shrinkage, str) and shrinkage != "ledoit-wolf":
+            raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
+                             f"or 'ledoit-wolf', got {shrinkage!r}")
+
+
+# The values each string setting of SGAISConfig accepts.
+_CHOICES = {
+    "precondition": (None, "covariance", "model", "curvature"),
+    "control_variate": (None, "shared", "particle"),
+    "integrator": ("baoab", "sghmc"),
+}
+
 
 @dataclass
 class SGAISState:
@@ -150,7 +170,7 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
     theta = model.sample_prior(M, generator, dtype=dtype, device=device)
     cv = None
     if config.control_variate is not None:
-        R = 1 if config.control_variate == "shared" else M
+        R = 1 if config.control_variate == "shared" else M  # "particle": one each
         ref = theta.mean(0, keepdim=True) if R == 1 else theta.clone()
         cv = ControlVariate(theta_ref=ref, grad_sum=torch.zeros_like(ref))
     return SGAISState(
