@@ -1,172 +1,29 @@
 """Bayesian model averaging of evidence estimators: BayesianModelAverager."""
 
-import numbers
-import warnings
-
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.pipeline import Pipeline
 from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import normalize_proba
+from ._meta import (
+    _KINDS,
+    EvidenceTieWarning,
+    check_prior,
+    check_same_data,
+    final_step,
+    fit_members,
+    log_softmax,
+    log_sum_exp,
+    members_kind,
+    partial_fit_params,
+    read_evidences,
+    warn_if_tied,
+)
 
 __all__ = ["BayesianModelAverager", "EvidenceTieWarning"]
-
-# Estimator types whose predictive distributions can be averaged.
-_KINDS = ("regressor", "classifier", "density_estimator")
-
-
-# -- helpers shared with model_selection ---------------------------------------
-
-
-def _log_sum_exp(a):
-    """``log(sum(exp(a)))`` along the first axis, safe for ``-inf`` entries."""
-    a = np.asarray(a, dtype=np.float64)
-    top = np.max(a, axis=0)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return top + np.log(np.sum(np.exp(a - top), axis=0))
-
-
-def _log_softmax(a):
-    a = np.asarray(a, dtype=np.float64)
-    return a - _log_sum_exp(a)
-
-
-def _final_step(estimator):
-    """The estimator that carries the evidence: the last step of a Pipeline."""
-    while isinstance(estimator, Pipeline):
-        estimator = estimator[-1]
-    return estimator
-
-
-def _estimator_kind(estimator):
-    return get_tags(estimator).estimator_type
-
-
-def _members_kind(estimators):
-    """The common estimator type of ``estimators``; ValueError if there is none."""
-    kinds = {_estimator_kind(est) for est in estimators}
-    if len(kinds) > 1:
-        raise ValueError(
-            "all estimators must be of the same kind (regressor, classifier or "
-            f"density estimator) to average their predictions, got {sorted(map(str, kinds))}"
-        )
-    (kind,) = kinds
-    if kind not in _KINDS:
-        raise ValueError(
-            f"estimators must be regressors, classifiers or density estimators, got {kind!r}"
-        )
-    return kind
-
-
-def _fitted_log_evidence(estimator, name):
-    """``log_evidence_`` of a fitted member, checked to be a finite number."""
-    value = getattr(_final_step(estimator), "log_evidence_", None)
-    if value is None:
-        raise ValueError(
-            f"estimator {name!r} ({type(estimator).__name__}) has no log_evidence_ after "
-            "fitting; only estimators that compute their evidence can be averaged"
-        )
-    if not (isinstance(value, numbers.Real) and np.isfinite(value)):
-        raise ValueError(f"estimator {name!r} has a non-finite log_evidence_ {value!r}")
-    return float(value)
-
-
-class EvidenceTieWarning(UserWarning):
-    """The two most probable models are closer than their evidences' error bars.
-
-    Issued by :class:`BayesianModelAverager` and
-    :class:`~skevidence.model_selection.EvidenceSearch` when the two
-    largest ``log_evidence + log_prior`` differ by less than
-    ``2 sqrt(s1^2 + s2^2)``, with ``s1``, ``s2`` their ``log_evidence_std_``:
-    the ranking of the two (and their posterior probabilities) is within
-    the Monte Carlo noise of the estimates. Refit with more
-    ``n_particles`` (the std falls about as ``1 / sqrt(n_particles)``) to
-    separate them.
-    """
-
-
-def _fitted_log_evidence_std(estimator):
-    """``log_evidence_std_`` of a fitted member; ``nan`` (unknown) when it has none."""
-    value = getattr(_final_step(estimator), "log_evidence_std_", None)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value):
-        return float(value)
-    return float("nan")
-
-
-def _warn_if_tied(log_posterior, stds, names, stacklevel=3):
-    """EvidenceTieWarning when the best two are within ``2 sqrt(s1^2 + s2^2)``.
-
-    An unknown std (``nan``: a member without ``log_evidence_std_``) counts
-    as 0, so members that report no error bar never trigger the warning
-    by themselves.
-    """
-    if len(log_posterior) < 2:
-        return
-    first, second = np.argsort(-np.asarray(log_posterior), kind="stable")[:2]
-    s = np.nan_to_num(np.asarray(stds, dtype=np.float64)[[first, second]], nan=0.0)
-    bar = 2.0 * float(np.sqrt(np.sum(s**2)))
-    diff = float(log_posterior[first] - log_posterior[second])
-    if diff < bar:
-        warnings.warn(
-            f"the two most probable models {names[first]!r} and {names[second]!r} differ by "
-            f"{diff:.3g} nats in log posterior, less than twice their combined Monte Carlo "
-            f"error ({bar:.3g} nats): their ranking is not resolved; refit with more "
-            "n_particles to separate them",
-            EvidenceTieWarning, stacklevel=stacklevel)
-
-
-def _check_same_data(estimators, names):
-    """Raise unless every member that counts its data has seen as many samples."""
-    seen = {name: getattr(_final_step(est), "n_samples_seen_", None)
-            for name, est in zip(names, estimators)}
-    counts = {n for n in seen.values() if n is not None}
-    if len(counts) > 1:
-        raise ValueError(
-            "the estimators must be fitted on the same data for their evidences to be "
-            f"comparable, but they have seen different numbers of samples: {seen}"
-        )
-
-
-def _fit_one(estimator, X, y, **fit_params):
-    return estimator.fit(X, y, **fit_params)
-
-
-def _partial_fit_one(estimator, X, y, **fit_params):
-    return estimator.partial_fit(X, y, **fit_params)
-
-
-def _check_prior(prior, names):
-    """Validated log prior probabilities, one per name, in the order of ``names``."""
-    n = len(names)
-    if prior is None:
-        return np.full(n, -np.log(n))
-    if isinstance(prior, dict):
-        unknown = sorted(set(prior) - set(names))
-        missing = [name for name in names if name not in prior]
-        if unknown or missing:
-            raise ValueError(
-                "prior must give a probability for every estimator name and no other; "
-                f"unknown names {unknown}, missing names {missing}"
-            )
-        prior = [prior[name] for name in names]
-    try:
-        p = np.asarray(prior, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"prior must be array-like of probabilities, got {prior!r}") from exc
-    if p.shape != (n,):
-        raise ValueError(f"prior must have one entry per estimator ({n}), got shape {p.shape}")
-    if not np.all(np.isfinite(p)) or np.any(p < 0):
-        raise ValueError(f"prior probabilities must be finite and non-negative, got {p}")
-    if abs(p.sum() - 1.0) > 1e-8:
-        raise ValueError(f"prior probabilities must sum to 1, got sum {p.sum()!r}")
-    with np.errstate(divide="ignore"):
-        return np.log(p)
 
 
 # -- the estimator -------------------------------------------------------------
@@ -343,13 +200,13 @@ class BayesianModelAverager(_BaseComposition):
         return list(names), list(members)
 
     def _kind(self):
-        return _members_kind(self._names_and_members()[1])
+        return members_kind(self._names_and_members()[1])
 
     def _check_inputs(self):
         """Validate the parameters; return names, members, kind and log prior."""
         names, members = self._names_and_members()
-        kind = _members_kind(members)
-        return names, members, kind, _check_prior(self.prior, names)
+        kind = members_kind(members)
+        return names, members, kind, check_prior(self.prior, names)
 
     # -- fitting ---------------------------------------------------------------
 
@@ -371,9 +228,8 @@ class BayesianModelAverager(_BaseComposition):
             The fitted averager.
         """
         names, members, kind, log_prior = self._check_inputs()
-        fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_one)(clone(est), X, y, **fit_params) for est in members
-        )
+        fitted, _ = fit_members([clone(est) for est in members], X, y, self.n_jobs,
+                                **fit_params)
         self._set_members(names, fitted, kind, log_prior)
         return self
 
@@ -403,47 +259,76 @@ class BayesianModelAverager(_BaseComposition):
             The updated averager.
         """
         names, members, kind, log_prior = self._check_inputs()
-        if classes is not None and kind != "classifier":
-            raise ValueError("classes is only used when the estimators are classifiers")
+        kwargs = partial_fit_params(kind, classes)
         if hasattr(self, "estimators_"):
             if len(self.estimators_) != len(members):
                 raise ValueError("estimators changed since the averager was fitted; call fit")
             members = self.estimators_
-            _check_same_data(members, names)
+            check_same_data(members, names)
         else:
             members = [clone(est) for est in members]
-        kwargs = {"classes": classes} if kind == "classifier" else {}
-        updated = Parallel(n_jobs=self.n_jobs)(
-            delayed(_partial_fit_one)(est, X, y, **kwargs) for est in members
-        )
+        updated, _ = fit_members(members, X, y, self.n_jobs, method="partial_fit", **kwargs)
         self._set_members(names, updated, kind, log_prior)
         return self
 
+    @classmethod
+    def from_fitted(cls, estimators, *, prior=None, n_jobs=None):
+        """An averager of members already fitted on the same data, without refitting.
+
+        Parameters
+        ----------
+        estimators : list of (str, estimator) tuples
+            Named fitted members (each with a ``log_evidence_``, or a Pipeline
+            whose last step has one). They are shared, not copied.
+        prior : array-like of shape (n_estimators,), dict or None, default=None
+            As in the constructor.
+        n_jobs : int or None, default=None
+            As in the constructor (used by later ``partial_fit`` calls).
+
+        Returns
+        -------
+        averager : BayesianModelAverager
+            Fitted; its ``estimators`` parameter holds unfitted clones.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skevidence import EvidenceLinearRegression
+        >>> from skevidence.ensemble import BayesianModelAverager
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(100, 2))
+        >>> y = X @ [1.0, -0.5] + rng.normal(size=100)
+        >>> members = [(f"s={s}", EvidenceLinearRegression(prior_std=s, random_state=0)
+        ...             .fit(X, y)) for s in (0.1, 1.0)]
+        >>> BayesianModelAverager.from_fitted(members).weights_.shape
+        (2,)
+        """
+        averager = cls([(name, clone(est)) for name, est in estimators], prior=prior,
+                       n_jobs=n_jobs)
+        names, _, kind, log_prior = averager._check_inputs()
+        return averager._set_members(names, [est for _, est in estimators], kind, log_prior)
+
     def _set_members(self, names, fitted, kind, log_prior):
         """Check the fitted members and derive every fitted attribute from them."""
-        log_evidences = np.array([_fitted_log_evidence(est, name)
-                                  for name, est in zip(names, fitted)])
-        _check_same_data(fitted, names)
+        log_evidences, stds, log_posterior = read_evidences(fitted, names, log_prior)
         if kind == "classifier":
             classes = np.unique(np.concatenate([np.asarray(est.classes_) for est in fitted]))
-        log_posterior = log_evidences + log_prior
-        stds = np.array([_fitted_log_evidence_std(est) for est in fitted])
         # Everything is assigned once all checks have passed.
         self.estimators_ = list(fitted)
         self.named_estimators_ = Bunch(**dict(zip(names, fitted)))
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = stds
-        self.log_evidence_ = float(_log_sum_exp(log_posterior))
-        self.weights_ = np.exp(_log_softmax(log_posterior))
+        self.log_evidence_ = float(log_sum_exp(log_posterior))
+        self.weights_ = np.exp(log_softmax(log_posterior))
         if kind == "classifier":
             self.classes_ = classes
-        sources = {"n_samples_seen_": _final_step(fitted[0]),
+        sources = {"n_samples_seen_": final_step(fitted[0]),
                    "n_features_in_": fitted[0], "feature_names_in_": fitted[0]}
         for attr, source in sources.items():
             self.__dict__.pop(attr, None)
             if hasattr(source, attr):
                 setattr(self, attr, getattr(source, attr))
-        _warn_if_tied(log_posterior, stds, names, stacklevel=4)
+        warn_if_tied(log_posterior, stds, names, stacklevel=4)
         return self
 
     # -- predictions -----------------------------------------------------------
@@ -544,9 +429,9 @@ class BayesianModelAverager(_BaseComposition):
                 log_probas = np.log(self._aligned_member_probas(X, "predict_proba"))
         with np.errstate(divide="ignore"):
             log_w = np.log(self.weights_)
-        log_proba = _log_sum_exp(log_w[:, None, None] + log_probas)
+        log_proba = log_sum_exp(log_w[:, None, None] + log_probas)
         # renormalise the rounding away, so that exp() never exceeds 1
-        return np.minimum(log_proba - _log_sum_exp(log_proba.T)[:, None], 0.0)
+        return np.minimum(log_proba - log_sum_exp(log_proba.T)[:, None], 0.0)
 
     @available_if(_members_are("density_estimator"))
     def score_samples(self, X):
@@ -567,7 +452,7 @@ class BayesianModelAverager(_BaseComposition):
                            for est in self.estimators_])
         with np.errstate(divide="ignore"):
             log_w = np.log(self.weights_)
-        return _log_sum_exp(log_w[:, None] + scores)
+        return log_sum_exp(log_w[:, None] + scores)
 
     @available_if(_members_are(*_KINDS))
     def score(self, X, y=None, sample_weight=None):
@@ -598,7 +483,7 @@ class BayesianModelAverager(_BaseComposition):
         tags = super().__sklearn_tags__()
         try:
             _, members = self._names_and_members()
-            kind = _members_kind(members)
+            kind = members_kind(members)
         except (TypeError, ValueError):
             return tags
         member_tags = [get_tags(est) for est in members]

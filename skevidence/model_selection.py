@@ -1,39 +1,24 @@
 """Model comparison by evidence over a parameter grid: EvidenceSearch."""
 
-import time
-
 import numpy as np
-from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .ensemble import (
-    BayesianModelAverager,
-    _check_prior,
-    _check_same_data,
-    _final_step,
-    _fitted_log_evidence,
-    _fitted_log_evidence_std,
-    _log_softmax,
-    _warn_if_tied,
+from ._meta import (
+    check_prior,
+    final_step,
+    fit_members,
+    log_softmax,
+    partial_fit_params,
+    read_evidences,
+    warn_if_tied,
 )
+from .ensemble import BayesianModelAverager
 
 __all__ = ["EvidenceSearch"]
-
-
-def _timed_fit(estimator, X, y, **fit_params):
-    start = time.perf_counter()
-    estimator.fit(X, y, **fit_params)
-    return estimator, time.perf_counter() - start
-
-
-def _timed_partial_fit(estimator, X, y, **fit_params):
-    start = time.perf_counter()
-    estimator.partial_fit(X, y, **fit_params)
-    return estimator, time.perf_counter() - start
 
 
 def _candidate_name(params):
@@ -159,7 +144,7 @@ class EvidenceSearch(BaseEstimator):
         return candidates
 
     def _log_prior(self, candidates):
-        return _check_prior(self.prior, [str(i) for i in range(len(candidates))])
+        return check_prior(self.prior, [str(i) for i in range(len(candidates))])
 
     def fit(self, X, y=None, **fit_params):
         """Fit every candidate on all of ``(X, y)`` and rank them by evidence.
@@ -180,12 +165,9 @@ class EvidenceSearch(BaseEstimator):
         """
         params = self._candidate_params()
         log_prior = self._log_prior(params)
-        out = Parallel(n_jobs=self.n_jobs)(
-            delayed(_timed_fit)(clone(self.estimator).set_params(**p), X, y, **fit_params)
-            for p in params
-        )
-        fitted, times = zip(*out)
-        self._set_results(params, list(fitted), np.array(times), log_prior)
+        fitted, times = fit_members([clone(self.estimator).set_params(**p) for p in params],
+                                    X, y, self.n_jobs, **fit_params)
+        self._set_results(params, fitted, times, log_prior)
         return self
 
     @available_if(lambda self: hasattr(self.estimator, "partial_fit"))
@@ -216,34 +198,26 @@ class EvidenceSearch(BaseEstimator):
         else:
             candidates = [clone(self.estimator).set_params(**p) for p in params]
             times = np.zeros(len(params))
-        kwargs = {}
-        if is_classifier(self.estimator):
-            kwargs["classes"] = classes
-        elif classes is not None:
-            raise ValueError("classes is only used when the estimator is a classifier")
-        out = Parallel(n_jobs=self.n_jobs)(
-            delayed(_timed_partial_fit)(est, X, y, **kwargs) for est in candidates
-        )
-        updated, new_times = zip(*out)
-        self._set_results(params, list(updated), times + np.array(new_times), log_prior)
+        kwargs = partial_fit_params(get_tags(self.estimator).estimator_type, classes)
+        updated, new_times = fit_members(candidates, X, y, self.n_jobs, method="partial_fit",
+                                         **kwargs)
+        self._set_results(params, updated, times + new_times, log_prior)
         return self
 
     def _set_results(self, params, fitted, fit_times, log_prior):
         names = [str(i) for i in range(len(fitted))]
-        log_evidence = np.array([_fitted_log_evidence(est, name)
-                                 for name, est in zip(names, fitted)])
-        _check_same_data(fitted, names)
-        log_posterior = _log_softmax(log_evidence + log_prior)
+        log_evidence, stds, log_posterior = read_evidences(fitted, names, log_prior)
+        log_posterior = log_softmax(log_posterior)
         best = int(np.argmax(log_posterior))
         results = {"params": np.empty(len(params), dtype=object)}
         results["params"][:] = params
         results.update(self._param_columns(params))
         results["log_evidence"] = log_evidence
-        results["log_evidence_std"] = np.array([_fitted_log_evidence_std(est) for est in fitted])
+        results["log_evidence_std"] = stds
         results["posterior_probability"] = np.exp(log_posterior)
         results["log_bayes_factor"] = log_evidence - log_evidence[best]
         results["rank"] = _min_rank(log_posterior)
-        seen = [getattr(_final_step(est), "n_samples_seen_", -1) for est in fitted]
+        seen = [getattr(final_step(est), "n_samples_seen_", -1) for est in fitted]
         results["n_samples_seen"] = np.array(seen, dtype=np.int64)
         results["fit_time"] = np.asarray(fit_times, dtype=np.float64)
 
@@ -257,7 +231,7 @@ class EvidenceSearch(BaseEstimator):
             self.__dict__.pop(attr, None)
             if hasattr(self.best_estimator_, attr):
                 setattr(self, attr, getattr(self.best_estimator_, attr))
-        _warn_if_tied(log_evidence + log_prior, results["log_evidence_std"],
+        warn_if_tied(log_evidence + log_prior, results["log_evidence_std"],
                       [_candidate_name(p) for p in params], stacklevel=4)
 
     @staticmethod
@@ -290,11 +264,8 @@ class EvidenceSearch(BaseEstimator):
         names = [_candidate_name(p) for p in params]
         if len(set(names)) < len(names):
             names = [f"{i}: {name}" for i, name in enumerate(names)]
-        unfitted = [clone(self.estimator).set_params(**p) for p in params]
-        averager = BayesianModelAverager(list(zip(names, unfitted)), prior=self.prior,
-                                         n_jobs=self.n_jobs)
-        _, _, kind, log_prior = averager._check_inputs()
-        return averager._set_members(names, list(self.candidates_), kind, log_prior)
+        return BayesianModelAverager.from_fitted(list(zip(names, self.candidates_)),
+                                                 prior=self.prior, n_jobs=self.n_jobs)
 
     # -- delegation to the best candidate ---------------------------------------
 
