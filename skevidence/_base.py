@@ -15,6 +15,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
@@ -218,6 +219,11 @@ SHARED_PARAMS_DOC = """\
         continue across ``partial_fit`` calls. ``0`` prints nothing."""
 
 
+# A positive finite real, and a finite real (NaN and infinities rejected).
+POSITIVE_FINITE = Interval(numbers.Real, 0, np.inf, closed="neither")
+FINITE = Interval(numbers.Real, -np.inf, np.inf, closed="neither")
+
+
 class BaseEvidenceEstimator(BaseEstimator):
     """Base class of the SGAIS estimators. Not for direct use.
 
@@ -229,48 +235,34 @@ class BaseEvidenceEstimator(BaseEstimator):
     # Engine settings that are per model rather than per user.
     _engine_defaults = {}
 
-    def _check_finite_params(self, *names, positive=True):
-        """``ValueError`` unless every named parameter is a finite (positive) real."""
-        for name in names:
-            value = getattr(self, name)
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            ok = ok and np.isfinite(value) and (value > 0 or not positive)
-            if not ok:
-                kind = "positive finite" if positive else "finite"
-                raise ValueError(f"{name} must be a {kind} number, got {value!r}")
+    # Declared ranges of the settings, checked by ``_validate_params`` at the
+    # start of every fit (before any state changes). ``device`` and ``dtype``
+    # are checked by hand: availability with an install hint, and numpy or
+    # torch dtypes normalised.
+    _parameter_constraints = {
+        "n_particles": [Interval(numbers.Integral, 2, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_burnin": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "momentum_decay": [Interval(numbers.Real, 0, 1, closed="right")],
+        "target_ess": [Interval(numbers.Real, 0, 1, closed="right")],
+        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
+        "reservoir_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "device": "no_validation",
+        "dtype": "no_validation",
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     def _check_params(self):
-        def positive_int(name):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-        def in_range(name, low, high, low_open=False):
-            value = getattr(self, name)
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            ok = ok and (value > low if low_open else value >= low) and value <= high
-            if not ok:
-                bracket = "(" if low_open else "["
-                raise ValueError(f"{name} must be in {bracket}{low}, {high}], got {value!r}")
-
-        positive_int("n_particles")
+        """Validate the settings: the declared constraints, then what they cannot say."""
+        self._validate_params()
         self._check_n_particles()
-        positive_int("batch_size")
-        positive_int("n_burnin")
-        in_range("learning_rate", 0.0, np.inf, low_open=True)
-        in_range("momentum_decay", 0.0, 1.0, low_open=True)
-        in_range("target_ess", 0.0, 1.0, low_open=True)
-        in_range("resample_threshold", 0.0, 1.0)
-        if self.reservoir_size is not None:
-            positive_int("reservoir_size")
         _resolve_dtype(self.dtype)
         _check_device(self.device)
 
     def _check_n_particles(self):
         m = self.n_particles
-        if m < 2:
-            raise ValueError(f"n_particles must be at least 2 (a weighted sample), got {m!r}; "
-                             f"use {_MIN_RELIABLE_PARTICLES} or more")
         if m < _MIN_RELIABLE_PARTICLES:
             warnings.warn(
                 f"n_particles={m} is below {_MIN_RELIABLE_PARTICLES}: the evidence can be "

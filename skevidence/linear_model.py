@@ -10,8 +10,8 @@ from sklearn.utils import check_X_y
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import validate_data
 
-from ._base import (EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, TRUST_ATTRIBUTES_DOC,
-                    BaseEvidenceEstimator, normalize_proba)
+from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
+                    TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
 from .models import LinearRegressionModel, LogisticRegressionModel
 
 __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
@@ -179,6 +179,15 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     ((2,), (2,))
     """
 
+    _parameter_constraints = {
+        **BaseEvidenceEstimator._parameter_constraints,
+        "fit_intercept": ["boolean"],
+        "prior_std": [POSITIVE_FINITE],
+        "noise_std": [POSITIVE_FINITE, None],
+        "intercept_prior_mean": [FINITE, None],
+        "noise_prior_scale": [POSITIVE_FINITE, None],
+    }
+
     def __init__(
         self,
         *,
@@ -217,16 +226,6 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-
-    def _check_params(self):
-        super()._check_params()
-        self._check_finite_params("prior_std")
-        if self.noise_std is not None:
-            self._check_finite_params("noise_std")
-        if self.noise_prior_scale is not None:
-            self._check_finite_params("noise_prior_scale")
-        if self.intercept_prior_mean is not None:
-            self._check_finite_params("intercept_prior_mean", positive=False)
 
     def _data_priors(self, y):
         """``(intercept_prior_mean, noise_prior_scale)`` set from the first chunk of ``y``."""
@@ -493,6 +492,12 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     True
     """
 
+    _parameter_constraints = {
+        **BaseEvidenceEstimator._parameter_constraints,
+        "fit_intercept": ["boolean"],
+        "prior_std": [POSITIVE_FINITE],
+    }
+
     def __init__(
         self,
         *,
@@ -525,10 +530,6 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
-
-    def _check_params(self):
-        super()._check_params()
-        self._check_finite_params("prior_std")
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,

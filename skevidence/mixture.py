@@ -6,10 +6,11 @@ import numpy as np
 import torch
 from sklearn.base import DensityMixin
 from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (EXACT_WARMUP_DOC, SHARED_PARAMS_DOC, TRUST_ATTRIBUTES_DOC,
-                    BaseEvidenceEstimator, normalize_proba)
+from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
+                    TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
@@ -140,6 +141,16 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
                         "exact_warmup": True, "warmup_factor": 2}
 
+    _parameter_constraints = {
+        **BaseEvidenceEstimator._parameter_constraints,
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "weight_concentration": [POSITIVE_FINITE],
+        "variance_shape": [POSITIVE_FINITE],
+        "variance_scale": [POSITIVE_FINITE, None],
+        "mean_prior": [FINITE, None],
+        "mean_variance_factor": [POSITIVE_FINITE],
+    }
+
     def __init__(
         self,
         *,
@@ -182,18 +193,6 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         self.verbose = verbose
 
     # -- validation and the model ----------------------------------------------------
-
-    def _check_params(self):
-        super()._check_params()
-        k = self.n_components
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"n_components must be a positive integer, got {k!r}")
-        self._check_finite_params("weight_concentration", "variance_shape",
-                                  "mean_variance_factor")
-        if self.variance_scale is not None:
-            self._check_finite_params("variance_scale")
-        if self.mean_prior is not None:
-            self._check_finite_params("mean_prior", positive=False)
 
     def _make_model(self, X, y=None):
         mean_prior, variance_scale = self._prior_location(X)

@@ -80,7 +80,7 @@ def test_text_table(iris_csv, capsys):
     (["{labelled}", "--model", "linear", "--target", "target"], "not numeric"),
     (["{unlabelled}", "--model", "gmm", "--grid", "n_components"], "NAME=V1,V2"),
     (["{unlabelled}", "--model", "gmm", "--grid", "n_comp=1,2"], "no parameter n_comp"),
-    (["{unlabelled}", "--model", "gmm", "--grid", "n_components=0"], "n_components must be"),
+    (["{unlabelled}", "--model", "gmm", "--grid", "n_components=0"], "'n_components' parameter"),
 ])
 def test_user_errors_give_one_line_and_status_2(iris_csv, capsys, argv, message):
     paths = {"missing": iris_csv / "nope.csv", "labelled": iris_csv / "iris_labelled.csv",
