@@ -16,6 +16,7 @@ numpy only: these functions return numpy arrays.
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, validate_params
 
 __all__ = [
     "make_linear_regression",
@@ -33,28 +34,21 @@ def _streams(random_state, n):
     """
     if isinstance(random_state, np.random.Generator):
         return random_state.spawn(n)
-    if isinstance(random_state, np.random.SeedSequence):
-        seq = random_state
-    elif random_state is None or (
-        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-    ):
-        seq = np.random.SeedSequence(random_state)
-    else:
-        raise ValueError("random_state must be None, an int, a numpy SeedSequence or a "
-                         f"numpy Generator, got {random_state!r}")
-    return [np.random.default_rng(s) for s in seq.spawn(n)]
+    if not isinstance(random_state, np.random.SeedSequence):
+        random_state = np.random.SeedSequence(random_state)
+    return [np.random.default_rng(s) for s in random_state.spawn(n)]
 
 
-def _check_count(name, value, minimum=1):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+# Argument constraints, checked by scikit-learn's ``validate_params``.
+_COUNT = [Interval(numbers.Integral, 1, None, closed="left")]
+_POSITIVE = [Interval(numbers.Real, 0, np.inf, closed="neither")]
+_SEED = [None, numbers.Integral, np.random.SeedSequence, np.random.Generator]
+_COMMON = {"n_samples": _COUNT, "random_state": _SEED, "return_params": ["boolean"]}
 
 
-def _check_positive(name, value):
-    if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
+def _validated(**constraints):
+    """``validate_params`` with the common arguments and ``constraints``."""
+    return validate_params({**_COMMON, **constraints}, prefer_skip_nested_validation=True)
 
 
 def _categorical(cum_weights, u):
@@ -68,6 +62,7 @@ def _categorical(cum_weights, u):
     return np.minimum(index, K - 1)
 
 
+@_validated(n_features=_COUNT, noise_std=_POSITIVE, prior_std=_POSITIVE)
 def make_linear_regression(n_samples, n_features=5, noise_std=1.0, prior_std=1.0,
                            random_state=None, return_params=False):
     """Linear regression data with coefficients drawn from the prior (Appendix B.1).
@@ -108,10 +103,7 @@ def make_linear_regression(n_samples, n_features=5, noise_std=1.0, prior_std=1.0
     >>> X.shape, y.shape, params["coef"].shape
     ((100, 5), (100,), (5,))
     """
-    n_samples = _check_count("n_samples", n_samples)
-    n_features = _check_count("n_features", n_features)
-    noise_std = _check_positive("noise_std", noise_std)
-    prior_std = _check_positive("prior_std", prior_std)
+    noise_std, prior_std = float(noise_std), float(prior_std)
     r_par, r_x, r_eps = _streams(random_state, 3)
     coef = prior_std * r_par.standard_normal(n_features)
     intercept = prior_std * r_par.standard_normal()
@@ -122,6 +114,8 @@ def make_linear_regression(n_samples, n_features=5, noise_std=1.0, prior_std=1.0
     return X, y
 
 
+@_validated(n_features=_COUNT, prior_std=_POSITIVE,
+            n_classes=[Interval(numbers.Integral, 2, None, closed="left")])
 def make_logistic_regression(n_samples, n_features=10, n_classes=4, prior_std=1.0,
                              random_state=None, return_params=False):
     """Softmax regression data with parameters drawn from the prior (Appendix B.2).
@@ -165,10 +159,7 @@ def make_logistic_regression(n_samples, n_features=10, n_classes=4, prior_std=1.
     >>> X.shape, sorted(set(y.tolist()))
     ((500, 10), [0, 1, 2, 3])
     """
-    n_samples = _check_count("n_samples", n_samples)
-    n_features = _check_count("n_features", n_features)
-    n_classes = _check_count("n_classes", n_classes, minimum=2)
-    prior_std = _check_positive("prior_std", prior_std)
+    prior_std = float(prior_std)
     r_par, r_x, r_u = _streams(random_state, 3)
     coef = prior_std * r_par.standard_normal((n_classes, n_features))
     intercept = prior_std * r_par.standard_normal(n_classes)
@@ -183,6 +174,7 @@ def make_logistic_regression(n_samples, n_features=10, n_classes=4, prior_std=1.
     return X, y
 
 
+@_validated(n_features=_COUNT, n_components=_COUNT)
 def make_gaussian_mixture(n_samples, n_features=2, n_components=5, random_state=None,
                           return_params=False):
     """Diagonal Gaussian mixture data with parameters drawn from the prior (Appendix B.3).
@@ -226,9 +218,6 @@ def make_gaussian_mixture(n_samples, n_features=2, n_components=5, random_state=
     >>> X.shape, params["means"].shape
     ((1000, 2), (5, 2))
     """
-    n_samples = _check_count("n_samples", n_samples)
-    n_features = _check_count("n_features", n_features)
-    n_components = _check_count("n_components", n_components)
     r_par, r_z, r_eps = _streams(random_state, 3)
     weights = r_par.dirichlet(np.ones(n_components))
     # InvGamma(shape a, scale s) is s / Gamma(a, 1).
@@ -256,6 +245,7 @@ _SHIFT_CHANGE_POINTS = (1000, 10_000)
 _SHIFT_ACTIVE = (3, 5, 7)
 
 
+@_validated()
 def make_shifting_clusters(n_samples=100_000, random_state=None, return_params=False):
     """Clustered 2-D data whose number of clusters grows: the paper's section 6.2.
 
@@ -300,7 +290,6 @@ def make_shifting_clusters(n_samples=100_000, random_state=None, return_params=F
     >>> [len(np.unique(labels[a:b])) for a, b in [(0, 1000), (1000, 10_000), (10_000, 20_000)]]
     [3, 5, 7]
     """
-    n_samples = _check_count("n_samples", n_samples)
     r_z, r_eps = _streams(random_state, 2)
     position = np.arange(n_samples)
     n_active = np.asarray(_SHIFT_ACTIVE)[np.searchsorted(_SHIFT_CHANGE_POINTS, position,
