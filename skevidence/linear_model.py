@@ -135,20 +135,10 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     ``y * 1000``).
 
     On the paper's model (``noise_std=1.0, prior_std=1.0,
-    intercept_prior_mean=0.0``) SGAIS as published (10 particles, ESS
-    target 5 of 10, no resampling, plain mini-batch gradients) is 150-190
-    nats off at 1e5 observations. Switching the library's ingredients on
-    one at a time (``benchmarks/ablation_linreg.py``, 5 data seeds, median
-    error at 1e5): exact posterior draws leave -19 nats with the paper's
-    particles and -0.27 with 128 particles, target 0.9 and resampling;
-    with SGHMC instead, -145 nats, control-variate gradients -0.84, the
-    covariance preconditioner -0.80, the BAOAB integrator +0.01.
-    ``learning_rate=0.1`` is the largest step without measurable bias.
-    The preconditioner is not shrunk toward its diagonal (uncentred
-    features make the posterior a thin ridge) and below 1000 observations
-    the moves are Metropolis-adjusted. ``benchmarks/bench_linreg.py
-    --seeds 5`` gives median / worst errors of 0.46 / -0.66 nats at 1e4,
-    0.50 / -1.24 at 1e5 (2.3 s) and 0.22 / -0.83 at 1e6 (14 s).
+    intercept_prior_mean=0.0``) the errors against the closed form are
+    about half a nat at 1e4-1e6 observations; the measurements behind each
+    default are in the user guide ("The settings and their measured
+    effects") and ``benchmarks/bench_linreg.py``.
 
     References
     ----------
@@ -436,46 +426,19 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
 
     Notes
     -----
-    Defaults measured on the paper's setting (10 features, 4 classes,
-    44 parameters, data ``make_logistic_regression(N, random_state=1)``;
-    ``benchmarks/bench_logistic.py``) against importance sampling from a
-    Student t fitted at the posterior mode (standard error about 0.01 nats):
-    -629.39 at N = 1000 and -5664.19 at N = 10_000.
-
     With fewer than two particles per parameter (``n_particles < 2 d``) the
-    preconditioner is instead the inverse Laplace precision at the particles'
-    mean (``benchmarks/bench_highdim.py``): ``M`` particles span only ``M - 1``
-    dimensions. Otherwise it is the particles' covariance without
-    shrinkage toward its diagonal. With one weight vector per class the
-    posterior is wide along "add one vector to every class" (only the prior
-    constrains it) and narrow across it, so the diagonal of the covariance
-    stays of prior size while some directions shrink like ``1 / n``; a
-    preconditioner shrunk toward that diagonal (``precondition_shrinkage``
-    0.1) took steps too long for the narrow directions and the sampler
-    diverged near n = 5000. Without shrinkage the errors were -0.06, +0.46,
-    -0.33 nats at N = 1000 (3 seeds, 8-15 s each on one core) and -0.43,
-    -0.04 at N = 10_000 (2 seeds, 32-39 s).
+    preconditioner is the inverse Laplace precision at the particles' mean,
+    since ``M`` particles span only ``M - 1`` dimensions; otherwise it is
+    the particles' covariance. On the paper's setting (44 parameters) the
+    errors against importance sampling are within a nat at N = 1e3-1e4;
+    the measurements behind each default are in the user guide ("The
+    settings and their measured effects").
 
-    The other defaults are the shared ones. At N = 1000 with the shrunk
-    preconditioner (one seed per variant) ``learning_rate`` 0.05 / 0.1 /
-    0.2 gave -0.28 / -0.55 / -1.03 nats, 512 particles -0.11, all the data
-    in one chunk (exact gradients only) +0.21, three times the moves -0.67;
-    the first-order SGHMC integrator instead of BAOAB gave -4.1 and plain
-    mini-batch gradients instead of control variates -9.1.
-
-    With the Metropolis-adjusted warm-up of the shared defaults (which
-    also keeps the separable classes of scikit-learn's checks from
-    diverging) the errors are -0.04, +0.28, -0.49 nats at N = 1000 and
-    -0.50, -0.09, -0.86 at N = 10_000 (sampler seeds 0-2; 9-30 s on one
-    core, nearly all of it in the first chunk, whose 56 annealing steps
-    take the prior to the posterior of 500 observations); Langevin
-    proposals instead of generalised HMC, or half the warm-up moves, left
-    +0.3 to +1.0 nats. Nested sampling (dynesty, 500 live points) is
-    biased high here: -624.22 +- 0.40 at N = 1000 and -5655.61 +- 0.52 at
-    N = 10_000, 5 and 8.6 nats above the importance-sampling values;
-    with three and nine times the slice moves per live point it gives
-    -627.88 and -629.16 at N = 1000, 1.5 and 0.23 nats above. At
-    N = 1e5 the errors are -2.56, -1.13, -2.58 nats (34-52 s).
+    References
+    ----------
+    Cameron, Eggers & Kroon (2019), Stochastic gradient annealed importance
+    sampling for efficient online marginal likelihood estimation, Entropy
+    21(11).
 
     Examples
     --------
