@@ -14,6 +14,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 torch.set_num_threads(1)
 
 
+# Settings for tests about behaviour, not accuracy: a few particles and
+# moves, small chunks (one definition for the estimator and meta tests).
+CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
+
+
 def paper_linear_data(n_samples, seed, n_features=5):
     """The paper's linear-regression data: true parameters from the prior, noise std 1."""
     rng = np.random.default_rng(seed)

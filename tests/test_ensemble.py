@@ -9,8 +9,8 @@ from sklearn.utils import get_tags
 from _standins import NoEvidenceRegressor, StandInClassifier, StandInDensity
 from skevidence import EvidenceLinearRegression
 from skevidence.ensemble import BayesianModelAverager
+from tests.conftest import CHEAP
 
-CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
 
 
 def softmax(a):

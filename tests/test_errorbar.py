@@ -13,7 +13,7 @@ from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
 from skevidence.inference import islands, sgais
 from skevidence.model_selection import EvidenceSearch
 from skevidence.models import LinearRegressionModel
-from tests.conftest import paper_linear_data
+from tests.conftest import CHEAP, paper_linear_data
 
 
 # -- the error bar -------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_a_warning_turned_error_leaves_the_fitted_estimator_unchanged():
 # The paper's known-noise model: with these cheap settings its estimates
 # vary by less than their error bars (the unknown-noise model's cheap runs
 # vary more than the bars say: too few moves leave correlated particles).
-CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, noise_std=1.0, random_state=0)
+CHEAP = dict(CHEAP, noise_std=1.0)
 
 
 @pytest.fixture(scope="module")

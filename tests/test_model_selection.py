@@ -11,8 +11,8 @@ from _standins import StandInClassifier, StandInDensity
 from skevidence import EvidenceLinearRegression
 from skevidence.ensemble import BayesianModelAverager
 from skevidence.model_selection import EvidenceSearch
+from tests.conftest import CHEAP
 
-CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
 GRID = {"prior_std": [0.3, 1.0, 3.0]}
 
 

@@ -12,8 +12,8 @@ from joblib import parallel_backend
 import skevidence
 from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression, EvidenceSearch
 from skevidence.inference import sgais
+from tests.conftest import CHEAP
 
-CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
 
 
 @pytest.fixture
