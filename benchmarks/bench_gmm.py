@@ -134,25 +134,17 @@ def log_posterior(model, X, theta):
     return model.log_prior(theta) + model.log_likelihood(theta, (X,)).sum(1)
 
 
-def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
-    """Distinct posterior modes from many EM fits, with their Hessians and Laplace masses.
+def _climb_from_em(X, Xt, model, seed):
+    """One EM fit (random start) moved by L-BFGS to the posterior mode, ``[d]``.
 
-    scikit-learn's EM (diagonal covariances, one random start each) does not
-    depend on skevidence's sampler; L-BFGS then moves every EM optimum to
-    the posterior mode in the unconstrained parameters. Relabellings of one
-    mode share its log posterior, which is what tells modes apart. Modes
-    more than ``window`` nats below the best, or with a singular Hessian (a
-    component left without data), are dropped. Returns ``modes [J, d]``,
-    ``hessians [J, d, d]`` and the Laplace log masses ``[J]`` of one copy.
+    Each start is optimised on its own, so a start that diverges cannot
+    spoil a line search shared with the others.
     """
-    Xt = torch.as_tensor(X)
-    fits = [GaussianMixture(model.n_components, covariance_type="diag", random_state=seed + s,
-                            init_params="random_from_data").fit(X) for s in range(n_starts)]
-    theta = torch.cat([model.pack(*(torch.as_tensor(a)[None] for a in
-                                    (em.weights_, em.means_, em.covariances_)))
-                       for em in fits]).requires_grad_(True)
-    # The starts are independent, so the sum of their log posteriors is
-    # maximised by optimising all of them at once.
+    em = GaussianMixture(model.n_components, covariance_type="diag", random_state=seed,
+                         init_params="random_from_data").fit(X)
+    theta = model.pack(*(torch.as_tensor(a, dtype=torch.float64)[None]
+                         for a in (em.weights_, em.means_, em.covariances_)))
+    theta.requires_grad_(True)
     optimiser = torch.optim.LBFGS([theta], max_iter=3000, tolerance_grad=1e-9,
                                   tolerance_change=1e-14, history_size=50,
                                   line_search_fn="strong_wolfe")
@@ -164,8 +156,27 @@ def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
         return loss
 
     optimiser.step(closure)
-    theta = theta.detach()
+    return theta.detach()[0]
+
+
+def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
+    """Distinct posterior modes from many EM fits, with their Hessians and Laplace masses.
+
+    scikit-learn's EM (diagonal covariances, one random start each) does not
+    depend on skevidence's sampler; L-BFGS then moves every EM optimum to
+    the posterior mode in the unconstrained parameters. Relabellings of one
+    mode share its log posterior, which is what tells modes apart. Modes
+    more than ``window`` nats below the best, or with a singular Hessian (a
+    component left without data), are dropped. Returns ``modes [J, d]``,
+    ``hessians [J, d, d]`` and the Laplace log masses ``[J]`` of one copy.
+    """
+    Xt = torch.as_tensor(X, dtype=torch.float64)
+    theta = torch.stack([_climb_from_em(X, Xt, model, seed + s) for s in range(n_starts)])
     log_post = log_posterior(model, Xt, theta)
+    # A start that left the finite numbers is dropped, not allowed to spoil the others.
+    theta, log_post = theta[torch.isfinite(log_post)], log_post[torch.isfinite(log_post)]
+    if theta.shape[0] == 0:
+        raise RuntimeError("every mode search diverged")
     _, first = np.unique(np.round(-log_post.numpy(), 2), return_index=True)
     modes, hessians, masses = [], [], []
     for i in first:  # best first

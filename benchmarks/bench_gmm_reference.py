@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gmm import log_posterior, parse_assignments, relabelling_maps  # noqa: E402
-from sklearn.mixture import GaussianMixture  # noqa: E402
+from bench_gmm import (log_posterior, parse_assignments, posterior_modes,  # noqa: E402
+                       relabelling_maps)
 
 from skevidence import EvidenceGMM  # noqa: E402
 
@@ -59,45 +59,6 @@ def _log_posterior_blocks(model, Xt, theta, block=256):
     out = [model.log_prior(t) + model.log_likelihood(t, (Xt,)).sum(1)
            for t in theta.split(block)]
     return torch.cat(out)
-
-
-def posterior_mode(X, model, n_starts=4, seed=0):
-    """The highest posterior mode found by L-BFGS from ``n_starts`` EM fits, and its Hessian.
-
-    Each start is optimised on its own (a start that diverges is dropped
-    instead of spoiling the others). Returns ``(mode [d], hessian [d, d],
-    number of distinct optima within 30 nats of the best)``.
-    """
-    Xt = torch.as_tensor(X, dtype=torch.float64)
-    found = []
-    for s in range(n_starts):
-        em = GaussianMixture(model.n_components, covariance_type="diag", random_state=seed + s,
-                             init_params="random_from_data").fit(X)
-        theta = model.pack(*(torch.as_tensor(a, dtype=torch.float64)[None]
-                             for a in (em.weights_, em.means_, em.covariances_)))
-        theta.requires_grad_(True)
-        optimiser = torch.optim.LBFGS([theta], max_iter=3000, tolerance_grad=1e-9,
-                                      tolerance_change=1e-14, history_size=50,
-                                      line_search_fn="strong_wolfe")
-
-        def closure():
-            optimiser.zero_grad()
-            loss = -log_posterior(model, Xt, theta).sum()
-            loss.backward()
-            return loss
-
-        optimiser.step(closure)
-        value = float(log_posterior(model, Xt, theta.detach()))
-        if math.isfinite(value):
-            found.append((value, theta.detach()[0]))
-    if not found:
-        raise RuntimeError("every mode search diverged")
-    values = np.array([v for v, _ in found])
-    best = found[int(np.argmax(values))][1]
-    hessian = torch.autograd.functional.hessian(
-        lambda t: log_posterior(model, Xt, t[None])[0], best)
-    distinct = np.unique(np.round(values[values > values.max() - 30.0], 2)).size
-    return best, hessian, distinct
 
 
 def _student_t_draws(n, d, nu, rng):
@@ -132,7 +93,8 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
     the posterior is not one mode up to relabelling).
     """
     Xt = torch.as_tensor(X, dtype=torch.float64)
-    mode, hessian, n_modes = posterior_mode(X, model, n_starts=n_starts, seed=seed)
+    modes, hessians, _ = posterior_modes(X, model, n_starts=n_starts, seed=seed)
+    mode, hessian, n_modes = modes[0], hessians[0], modes.shape[0]
     cov = torch.linalg.inv(-hessian)
     cov = 0.5 * (cov + cov.T)
     chol = torch.linalg.cholesky(cov)
