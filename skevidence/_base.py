@@ -6,6 +6,7 @@ class turns ``fit`` / ``partial_fit`` into calls of the SGAIS engine and
 guarantees that a failed call leaves a fitted estimator as it was.
 """
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -144,8 +145,11 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         benchmarks/bench_calibration.py).
     evidence_trace_ : dict of ndarray
         One entry per chunk: ``n_seen``, ``log_evidence``,
-        ``n_annealing_steps``, ``ess`` (of the weights after the chunk)
-        and ``log_evidence_std``.
+        ``n_annealing_steps``, ``ess`` (of the weights after the chunk),
+        ``log_evidence_std``, ``n_particles`` (the most used during the
+        chunk), ``n_resamplings``, ``n_diverged``,
+        ``max_diverged_fraction``, ``n_adjusted_moves`` and
+        ``acceptance`` (their mean acceptance; NaN when there were none).
     diagnostics_ : dict
         Health of the last ``fit`` / ``partial_fit``: ``n_diverged``,
         ``max_diverged_fraction`` (largest share of particles lost in one
@@ -217,6 +221,13 @@ SHARED_PARAMS_DOC = """\
         the temperature ``lam`` reached in the current chunk, the
         observations seen and the log evidence; its count and elapsed time
         continue across ``partial_fit`` calls. ``0`` prints nothing."""
+
+
+def _trace_arrays(records):
+    """``evidence_trace_``: one array per field of the engine's per-chunk records."""
+    return {f.name: np.array([getattr(r, f.name) for r in records],
+                             dtype=np.int64 if f.type is int else np.float64)
+            for f in dataclasses.fields(sgais.ChunkInfo)}
 
 
 # A positive finite real, and a finite real (NaN and infinities rejected).
@@ -365,15 +376,8 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _set_fitted_attributes(self):
         state = self._state
-        trace = np.array(state.trace, dtype=np.float64).reshape(-1, len(sgais.TRACE_FIELDS))
         self.log_evidence_ = float(state.log_evidence)
-        self.evidence_trace_ = {
-            "n_seen": trace[:, 0].astype(np.int64),
-            "log_evidence": trace[:, 1],
-            "n_annealing_steps": trace[:, 2].astype(np.int64),
-            "ess": trace[:, 3],
-            "log_evidence_std": trace[:, 4],
-        }
+        self.evidence_trace_ = _trace_arrays(state.trace)
         self.log_evidence_std_ = float(state.log_evidence_std)
         self.n_samples_seen_ = int(state.n_seen)
         self.particles_ = state.theta.detach().to("cpu", torch.float64).numpy().copy()

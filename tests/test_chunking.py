@@ -41,7 +41,7 @@ def test_updates_split_on_a_ramp_boundary_equal_one_update():
     sgais.update(model, split, config, (X[:125], y[:125]))
     sgais.update(model, split, config, (X[125:], y[125:]))
     assert split.log_evidence == full.log_evidence and torch.equal(split.theta, full.theta)
-    assert [row[0] for row in split.trace] == [31, 62, 125, 250, 500, 700]
+    assert [info.n_seen for info in split.trace] == [31, 62, 125, 250, 500, 700]
 
 
 def _first_batch_steps(noise_std):

@@ -63,7 +63,10 @@ def test_fitted_attributes_and_predictions():
     reg = EvidenceLinearRegression(random_state=0).fit(X, y)
     trace = reg.evidence_trace_
     assert list(trace) == ["n_seen", "log_evidence", "n_annealing_steps", "ess",
-                           "log_evidence_std"]
+                           "log_evidence_std", "n_particles", "n_resamplings", "n_diverged",
+                           "max_diverged_fraction", "n_adjusted_moves", "acceptance"]
+    np.testing.assert_array_equal(trace["n_particles"], 128)
+    assert trace["n_resamplings"].sum() == reg.diagnostics_["n_resamplings"]
     np.testing.assert_array_equal(trace["n_seen"], np.arange(500, 4001, 500))
     assert trace["log_evidence"][-1] == reg.log_evidence_
     assert np.all(trace["n_annealing_steps"] >= 1)

@@ -49,7 +49,7 @@ def test_diverged_particles_are_replaced():
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
 
     def move_that_breaks_two(model, state, config, chunk, lam):
-        theta = sgais.sghmc_move(model, state, config, chunk, lam)
+        theta = sgais.sghmc_move(model, state, config, chunk, lam).theta.clone()
         theta[:2] = float("inf")
         return theta
 

@@ -19,7 +19,7 @@ the chunk and on the mini-batch size, not on how much data came before.
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -33,11 +33,9 @@ from .kernels import (baoab, covariance_preconditioner, ghmc, isotropic_precondi
 from .reservoir import Reservoir
 
 __all__ = [
-    "SGAISConfig", "SGAISState", "TRACE_FIELDS", "init", "update", "chunk_ends", "sghmc_move",
-    "checkpoint", "rollback", "AnnealingWarning",
+    "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
+    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "AnnealingWarning",
 ]
-
-TRACE_FIELDS = ("n_seen", "log_evidence", "n_annealing_steps", "ess", "log_evidence_std")
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
 # reverses the momentum, so a high rate keeps the trajectories going.
@@ -124,9 +122,65 @@ _CHOICES = {
 }
 
 
+@dataclass(frozen=True)
+class ChunkInfo:
+    """What conditioning on one chunk measured: one record of ``SGAISState.trace``.
+
+    The engine's state says where the particles are; these records say how
+    they got there (the estimators' ``evidence_trace_`` has one array per
+    field, and the diagnostics counters are their sums).
+    """
+
+    n_seen: int  # observations conditioned on after the chunk
+    log_evidence: float  # running log evidence after the chunk
+    n_annealing_steps: int
+    ess: float  # of the weights after the chunk
+    log_evidence_std: float
+    n_particles: int  # largest particle count used during the chunk
+    n_resamplings: int  # island resampling events
+    n_diverged: int  # particles lost to non-finite values
+    max_diverged_fraction: float  # largest share of live particles lost in one move
+    n_adjusted_moves: int  # Metropolis-adjusted moves (exact warm-up)
+    acceptance: float  # their mean acceptance rate (NaN when there were none)
+
+
+TRACE_FIELDS = tuple(f.name for f in fields(ChunkInfo))
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """What a move returns: the moved particles and what it measured.
+
+    ``acceptance`` and ``step_size`` (the adapted step of the next adjusted
+    move) are set by Metropolis-adjusted moves only. A move may also return
+    the particles alone (a tensor).
+    """
+
+    theta: torch.Tensor
+    acceptance: float | None = None
+    step_size: float | None = None
+
+
+@dataclass
+class _ChunkTally:
+    """Counts gathered while one chunk is conditioned on (becomes a ChunkInfo)."""
+
+    n_steps: int = 0
+    n_particles: int = 0
+    n_resamplings: int = 0
+    n_diverged: int = 0
+    max_diverged_fraction: float = 0.0
+    acceptances: list = field(default_factory=list)
+
+
 @dataclass
 class SGAISState:
-    """Everything the engine carries between chunks (a plain record)."""
+    """Everything the engine carries between chunks (a plain record).
+
+    Per-chunk measurements live in ``trace`` (:class:`ChunkInfo` records);
+    the diagnostics counters below are derived from them, so undoing an
+    update only needs the trace's length.
+    """
 
     theta: torch.Tensor  # [M, d] particles
     log_W: np.ndarray  # [M] normalised log-weights, float64
@@ -135,18 +189,34 @@ class SGAISState:
     cv: ControlVariate | None
     n_seen: int = 0
     log_evidence: float = 0.0
-    n_diverged: int = 0
     exact_step_size: float = 0.5  # of the Metropolis-adjusted warmup moves, adapted
-    trace: list = field(default_factory=list)
+    trace: list = field(default_factory=list)  # one ChunkInfo per chunk
     island_starts: np.ndarray | None = None  # [G] first particle of each island
-    # Counters for the estimators' diagnostics_.
-    n_resamplings: int = 0  # island resampling events
-    max_diverged_fraction: float = 0.0  # largest share of live particles lost in one move
-    acceptance_sum: float = 0.0  # of the Metropolis-adjusted moves
-    n_adjusted_moves: int = 0
     # Variance of log_evidence accumulated over the weight segments closed
     # by resampling (see segment_variance).
     log_evidence_var: float = 0.0
+
+    # Counters for the estimators' diagnostics_, summed over the chunks.
+    @property
+    def n_diverged(self):
+        return sum(info.n_diverged for info in self.trace)
+
+    @property
+    def n_resamplings(self):
+        return sum(info.n_resamplings for info in self.trace)
+
+    @property
+    def max_diverged_fraction(self):
+        return max((info.max_diverged_fraction for info in self.trace), default=0.0)
+
+    @property
+    def n_adjusted_moves(self):
+        return sum(info.n_adjusted_moves for info in self.trace)
+
+    @property
+    def acceptance_sum(self):
+        return sum(info.acceptance * info.n_adjusted_moves for info in self.trace
+                   if info.n_adjusted_moves)
 
     @property
     def log_evidence_std(self):
@@ -186,7 +256,8 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
 def update(model, state, config, batch, move=None, callback=None):
     """Condition the particles on ``batch``, in the chunks of :func:`chunk_ends`.
 
-    ``move(model, state, config, chunk, lam)`` returns moved particles; the
+    ``move(model, state, config, chunk, lam)`` returns a :class:`MoveResult`
+    (or the moved particles alone) and leaves ``state`` as it was; the
     default is :func:`sghmc_move`. ``callback(state, lam, n_pending)`` runs
     after every annealing step (``lam`` reached, ``n_pending`` the size of
     the chunk not yet counted in ``state.n_seen``) and after each chunk
@@ -239,11 +310,11 @@ def chunk_ends(n_seen, n_new, config):
 def _counting(move, steps, callback):
     """``move`` that counts the annealing steps (one move each) and reports them."""
     def counted_move(model, state, config, chunk, lam):
-        theta = move(model, state, config, chunk, lam)
+        result = move(model, state, config, chunk, lam)
         steps[0] += 1
         if callback is not None:
             callback(state, lam, batch_size_of(chunk))
-        return theta
+        return result
     return counted_move
 
 
@@ -265,10 +336,14 @@ def _warn_if_long(longest, config):
 
 
 def _condition_on_chunk(model, state, config, chunk, move):
+    """Anneal the particles from the posterior without ``chunk`` to the one with it.
+
+    Appends the chunk's :class:`ChunkInfo` to ``state.trace``.
+    """
     _maybe_refresh_reference(model, state, config)
     M = state.theta.shape[0]
     target = config.target_ess * M
-    lam, n_steps = 0.0, 0
+    lam, tally = 0.0, _ChunkTally(n_particles=M)
     loglik = _chunk_log_likelihood(model, state.theta, chunk)
     while lam < 1.0:
         remaining = 1.0 - lam
@@ -277,17 +352,45 @@ def _condition_on_chunk(model, state, config, chunk, move):
             delta = remaining
         _reweight(state, loglik, delta)
         lam = 1.0 if delta == remaining else lam + delta
-        n_steps += 1
-        _resample(state, _islands_to_resample(state, config))
-        state.theta = move(model, state, config, chunk, lam)
-        _discard_diverged(state)
+        tally.n_steps += 1
+        tally.n_resamplings += _resample(state, _islands_to_resample(state, config))
+        _apply_move(state, move(model, state, config, chunk, lam), tally)
+        _tally_divergences(tally, *_discard_diverged(state))
         loglik = _chunk_log_likelihood(model, state.theta, chunk)
     state.reservoir.append(chunk, state.generator)
     if state.cv is not None:
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
-    state.trace.append((state.n_seen, state.log_evidence, n_steps, ess(state.log_W),
-                        state.log_evidence_std))
+    state.trace.append(_chunk_info(state, tally))
+
+
+def _apply_move(state, result, tally):
+    """Take the moved particles, and the adapted step size, from a move's result."""
+    if isinstance(result, torch.Tensor):
+        result = MoveResult(result)
+    state.theta = result.theta
+    if result.acceptance is not None:
+        tally.acceptances.append(result.acceptance)
+    if result.step_size is not None:
+        state.exact_step_size = result.step_size
+
+
+def _tally_divergences(tally, n_lost, fraction, n_resampled):
+    tally.n_diverged += n_lost
+    tally.max_diverged_fraction = max(tally.max_diverged_fraction, fraction)
+    tally.n_resamplings += n_resampled
+
+
+def _chunk_info(state, tally):
+    acceptances = tally.acceptances
+    return ChunkInfo(
+        n_seen=state.n_seen, log_evidence=state.log_evidence,
+        n_annealing_steps=tally.n_steps, ess=ess(state.log_W),
+        log_evidence_std=state.log_evidence_std, n_particles=tally.n_particles,
+        n_resamplings=tally.n_resamplings, n_diverged=tally.n_diverged,
+        max_diverged_fraction=tally.max_diverged_fraction,
+        n_adjusted_moves=len(acceptances),
+        acceptance=sum(acceptances) / len(acceptances) if acceptances else math.nan)
 
 
 def _chunk_log_likelihood(model, theta, chunk):
@@ -337,11 +440,14 @@ def segment_variance(log_W):
 
 
 def _resample(state, which):
-    """Systematic resampling within the islands flagged in ``which`` ``[G]``."""
+    """Systematic resampling within the islands flagged in ``which`` ``[G]``.
+
+    Returns the number of islands resampled.
+    """
     live = np.isfinite(islands.island_log_mass(state.log_W, state.island_starts))
     which = which & live
     if not which.any():
-        return
+        return 0
     if which.shape[0] == 1:
         state.log_evidence_var += segment_variance(state.log_W)
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
@@ -350,9 +456,9 @@ def _resample(state, which):
         state.log_W, u, state.island_starts, which)
     index_t = torch.as_tensor(index, device=state.theta.device)
     state.theta = state.theta[index_t]
-    state.n_resamplings += int(which.sum())
     if state.cv is not None:
         state.cv.select(index_t)
+    return int(which.sum())
 
 
 def _discard_diverged(state):
@@ -360,11 +466,12 @@ def _discard_diverged(state):
 
     A rare divergence of one particle is repaired here instead of poisoning
     the evidence with NaN; if every particle diverged there is nothing to
-    repair from and the error says so.
+    repair from and the error says so. Returns the number of live particles
+    lost, their share of the live ones, and the islands resampled.
     """
     ok = torch.isfinite(state.theta).all(1).cpu().numpy()
     if ok.all():
-        return
+        return 0, 0.0, 0
     live = np.isfinite(state.log_W)
     if not (ok & live).any():
         raise FloatingPointError(
@@ -374,8 +481,7 @@ def _discard_diverged(state):
             "(try a tenth of it), or too few particles"
         )
     lost = int((~ok & live).sum())
-    state.n_diverged += lost
-    state.max_diverged_fraction = max(state.max_diverged_fraction, lost / max(live.sum(), 1))
+    fraction = lost / max(live.sum(), 1)
     starts = state.island_starts
     sizes = islands.island_sizes(ok.shape[0], starts)
     old_mass = islands.island_log_mass(state.log_W, starts)
@@ -389,7 +495,7 @@ def _discard_diverged(state):
     state.log_W = log_normalize(log_W + np.repeat(shift, sizes))
     state.theta = torch.where(torch.as_tensor(ok, device=state.theta.device)[:, None],
                               state.theta, torch.zeros_like(state.theta))
-    _resample(state, np.logical_or.reduceat(~ok, starts))
+    return lost, fraction, _resample(state, np.logical_or.reduceat(~ok, starts))
 
 
 def _maybe_refresh_reference(model, state, config):
@@ -490,8 +596,8 @@ def sghmc_move(model, state, config, chunk, lam):
         return kernel(theta, grad, _n_moves(state, config), config.learning_rate,
                       config.momentum_decay, chol, generator)
 
-    return _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
-                                          grad_log_density)
+    return MoveResult(_in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                                     grad_log_density))
 
 
 def _in_exact_warmup(state, config):
@@ -504,7 +610,8 @@ def exact_move(model, state, config, chunk, lam):
 
     The log density sums the likelihood of every stored observation, so
     this is for small ``n`` only (the warm-up). Its step size adapts from
-    move to move toward an acceptance rate of EXACT_ACCEPTANCE.
+    move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
+    carries the acceptance and the next move's step size.
     """
     store = state.reservoir.data() if state.n_seen > 0 else None
 
@@ -517,18 +624,19 @@ def exact_move(model, state, config, chunk, lam):
             log_p, g = log_p + log_lik, g + g_lik
         return log_p, g
 
+    measured = {}
+
     def run(theta, log_density_and_grad, chol):
-        theta, acceptance = ghmc(theta, log_density_and_grad, _n_moves(state, config),
-                                 state.exact_step_size, config.momentum_decay, chol,
-                                 state.generator)
-        state.acceptance_sum += acceptance
-        state.n_adjusted_moves += 1
-        step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
-        state.exact_step_size = min(max(step, 1e-4), 4.0)
+        theta, measured["acceptance"] = ghmc(
+            theta, log_density_and_grad, _n_moves(state, config), state.exact_step_size,
+            config.momentum_decay, chol, state.generator)
         return theta
 
-    return _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
-                                          log_density_and_grad, with_log_density=True)
+    theta = _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                           log_density_and_grad, with_log_density=True)
+    acceptance = measured["acceptance"]
+    step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
+    return MoveResult(theta, acceptance, min(max(step, 1e-4), 4.0))
 
 
 def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
@@ -567,10 +675,9 @@ class Checkpoint:
     generator_state: torch.Tensor
     n_seen: int
     log_evidence: float
-    n_diverged: int
+    log_evidence_var: float
     exact_step_size: float
     trace_len: int
-    counters: tuple
     reservoir: tuple
     cv: tuple | None
 
@@ -588,14 +695,9 @@ def checkpoint(state):
     if state.cv is not None:
         cv = (state.cv.theta_ref, state.cv.grad_sum.clone(), state.cv.n_at_refresh)
     return Checkpoint(state.theta, state.log_W.copy(), state.generator.get_state(),
-                      state.n_seen, state.log_evidence, state.n_diverged,
-                      state.exact_step_size, len(state.trace), _counters(state),
+                      state.n_seen, state.log_evidence, state.log_evidence_var,
+                      state.exact_step_size, len(state.trace),
                       (res.n_seen, res.size, buffers), cv)
-
-
-def _counters(state):
-    return (state.n_resamplings, state.max_diverged_fraction, state.acceptance_sum,
-            state.n_adjusted_moves, state.log_evidence_var)
 
 
 def rollback(state, ckpt):
@@ -603,10 +705,8 @@ def rollback(state, ckpt):
     state.theta, state.log_W = ckpt.theta, ckpt.log_W
     state.generator.set_state(ckpt.generator_state)
     state.n_seen, state.log_evidence = ckpt.n_seen, ckpt.log_evidence
-    state.n_diverged, state.exact_step_size = ckpt.n_diverged, ckpt.exact_step_size
-    del state.trace[ckpt.trace_len:]
-    (state.n_resamplings, state.max_diverged_fraction, state.acceptance_sum,
-     state.n_adjusted_moves, state.log_evidence_var) = ckpt.counters
+    state.log_evidence_var, state.exact_step_size = ckpt.log_evidence_var, ckpt.exact_step_size
+    del state.trace[ckpt.trace_len:]  # the diagnostics counters follow the trace
     state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
     if ckpt.cv is not None:
         state.cv.theta_ref, state.cv.grad_sum, state.cv.n_at_refresh = ckpt.cv
