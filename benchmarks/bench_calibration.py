@@ -44,31 +44,34 @@ from skevidence import (  # noqa: E402
 )
 from skevidence.datasets import make_logistic_regression  # noqa: E402
 
+# Engine settings of every fit (--islands sets n_islands).
+ENGINE_OPTIONS = {}
+
 
 def linear(seed, n=20_000):
     from conftest import paper_linear_data
     X, y = paper_linear_data(n, seed)
-    est = EvidenceLinearRegression(random_state=seed).fit(X, y)
+    est = EvidenceLinearRegression(random_state=seed, engine_options=ENGINE_OPTIONS).fit(X, y)
     return est, est.exact_log_evidence(X, y), 0.0
 
 
 def logistic(seed, n=2000):
     from bench_logistic import importance_sampling
     X, y = make_logistic_regression(n, n_features=3, n_classes=3, random_state=seed)
-    est = EvidenceLogisticRegression(random_state=seed).fit(X, y)
+    est = EvidenceLogisticRegression(random_state=seed, engine_options=ENGINE_OPTIONS).fit(X, y)
     ref, ref_se, _, _ = importance_sampling(X, y, 3, n_samples=20_000, seed=seed)
     return est, ref, ref_se
 
 
 def gmm1(seed, n=2000):
     X = np.random.default_rng(seed).normal(loc=[1.0, -2.0], scale=[0.5, 2.0], size=(n, 2))
-    est = EvidenceGMM(n_components=1, random_state=seed).fit(X)
+    est = EvidenceGMM(n_components=1, random_state=seed, engine_options=ENGINE_OPTIONS).fit(X)
     return est, est.exact_log_evidence(X), 0.0
 
 
 def gmm3(seed, n=2000):
     X, _ = make_blobs(n_samples=n, centers=3, cluster_std=1.0, random_state=0)
-    est = EvidenceGMM(n_components=3, random_state=seed).fit(X)
+    est = EvidenceGMM(n_components=3, random_state=seed, engine_options=ENGINE_OPTIONS).fit(X)
     return est, np.nan, 0.0
 
 
@@ -107,8 +110,7 @@ def main():
     parser.add_argument("--islands", type=int, default=1,
                         help="particle islands (engine n_islands); 1 = the default estimator")
     args = parser.parse_args()
-    for cls in (EvidenceLinearRegression, EvidenceLogisticRegression, EvidenceGMM):
-        cls._engine_defaults = {**cls._engine_defaults, "n_islands": args.islands}
+    ENGINE_OPTIONS["n_islands"] = args.islands
     print(f"{'model':>9} {'N':>6} {'runs':>4} {'isl':>3} {'cov1':>5} {'cov2':>5} {'std/rms':>7} "
           f"{'std/spread':>10} {'mean std':>8} {'rms err':>7} {'bias':>6} {'ref se':>6} {'s':>5}")
     for name in args.models:

@@ -30,11 +30,6 @@ from skevidence.datasets import make_linear_regression, make_logistic_regression
 LOGISTIC_1E3_REFERENCE = -629.39
 
 
-def with_chunking(estimator_class, first_chunk_size):
-    """``estimator_class`` whose engine uses ``first_chunk_size``."""
-    return type(estimator_class.__name__, (estimator_class,), {
-        "_engine_defaults": {**estimator_class._engine_defaults,
-                             "first_chunk_size": first_chunk_size}})
 
 
 def timed_fit(est, X, y, first_kwargs):
@@ -66,7 +61,7 @@ def main():
         for seed in range(args.seeds):
             times = {}
             for label, size in [("one", None), ("doubling", 16)]:
-                est = with_chunking(cls, size)(random_state=seed)
+                est = cls(random_state=seed, engine_options={"first_chunk_size": size})
                 first, total = timed_fit(est, X, y, first_kwargs)
                 times[label] = first + total
                 if reference is None:

@@ -149,8 +149,9 @@ def main():
     params = parse_assignments(args.param)
     engine = parse_assignments(args.engine)
     if engine:
-        EvidenceGMM._engine_defaults = {**EvidenceGMM._engine_defaults, **engine}
-    print(f"params {params} engine {EvidenceGMM._engine_defaults} threads {args.threads}")
+        params["engine_options"] = engine
+    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
+          f"threads {args.threads}")
     header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'log Z':>12} "
               f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7}")
     print(header)

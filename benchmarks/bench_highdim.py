@@ -161,8 +161,8 @@ def _chi2(gen, nu, m):
 def run(data, precond, n_particles, seed, with_reference):
     Xtr, Xte, ytr, yte = load(data)
     baseline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(Xtr, ytr)
-    est = EvidenceLogisticRegression(n_particles=n_particles, random_state=seed)
-    est._engine_defaults = PRECONDITIONERS[precond]
+    est = EvidenceLogisticRegression(n_particles=n_particles, random_state=seed,
+                                     engine_options=PRECONDITIONERS[precond])
     pipe = make_pipeline(StandardScaler(), est)
     wall, cpu = time.perf_counter(), time.process_time()
     try:

@@ -220,7 +220,14 @@ SHARED_PARAMS_DOC = """\
         of the current call, advanced at every annealing step and showing
         the temperature ``lam`` reached in the current chunk, the
         observations seen and the log evidence; its count and elapsed time
-        continue across ``partial_fit`` calls. ``0`` prints nothing."""
+        continue across ``partial_fit`` calls. ``0`` prints nothing.
+    engine_options : dict or None, default=None
+        Advanced settings of the engine beyond the parameters above, by the
+        names of the fields of ``skevidence.inference.sgais.SGAISConfig``
+        (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
+        They override the estimator's own per-model engine settings; an
+        unknown name, a value of the wrong type or range, or a name that
+        is one of the parameters above raises ``ValueError`` at ``fit``."""
 
 
 def _trace_arrays(records):
@@ -240,11 +247,17 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     Subclasses implement ``_make_model(X, y)``, ``_validate_training_data``
     and ``_to_batch`` and may override ``_engine_defaults`` (settings of the
-    engine that depend on the model, not on the user).
+    engine that depend on the model, not on the user; a user changes them
+    per instance with the ``engine_options`` parameter).
     """
 
-    # Engine settings that are per model rather than per user.
+    # Engine settings that are per model rather than per user (read-only:
+    # per-instance changes go through engine_options).
     _engine_defaults = {}
+
+    # The SGAISConfig fields that the estimators' own parameters set.
+    _ENGINE_PARAMS = ("n_particles", "batch_size", "n_burnin", "learning_rate",
+                      "momentum_decay", "target_ess", "resample_threshold", "reservoir_size")
 
     # Declared ranges of the settings, checked by ``_validate_params`` at the
     # start of every fit (before any state changes). ``device`` and ``dtype``
@@ -263,12 +276,14 @@ class BaseEvidenceEstimator(BaseEstimator):
         "dtype": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "engine_options": [dict, None],
     }
 
     def _check_params(self):
         """Validate the settings: the declared constraints, then what they cannot say."""
         self._validate_params()
         self._check_n_particles()
+        self._engine_config()  # unknown or invalid engine_options raise here
         _resolve_dtype(self.dtype)
         _check_device(self.device)
 
@@ -283,17 +298,19 @@ class BaseEvidenceEstimator(BaseEstimator):
                 ConvergenceWarning, stacklevel=2)
 
     def _engine_config(self):
-        return sgais.SGAISConfig(
-            n_particles=self.n_particles,
-            batch_size=self.batch_size,
-            n_burnin=self.n_burnin,
-            learning_rate=self.learning_rate,
-            momentum_decay=self.momentum_decay,
-            target_ess=self.target_ess,
-            resample_threshold=self.resample_threshold,
-            reservoir_size=self.reservoir_size,
-            **self._engine_defaults,
-        )
+        """The engine's settings: parameters, per-model defaults, then ``engine_options``."""
+        options = self.engine_options or {}
+        allowed = {f.name for f in dataclasses.fields(sgais.SGAISConfig)}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise ValueError(f"engine_options has unknown settings {unknown}; the engine's "
+                             f"settings are {sorted(allowed - set(self._ENGINE_PARAMS))}")
+        shadowed = sorted(set(options) & set(self._ENGINE_PARAMS))
+        if shadowed:
+            raise ValueError(f"engine_options sets {shadowed}, which are parameters of "
+                             f"{type(self).__name__}: set them with the parameters instead")
+        params = {name: getattr(self, name) for name in self._ENGINE_PARAMS}
+        return sgais.SGAISConfig(**params, **{**self._engine_defaults, **options})
 
     @property
     def _torch_dtype(self):

@@ -62,6 +62,32 @@ def test_n_particles_below_two_raises_and_below_floor_warns(reg_data):
         EvidenceLinearRegression(**CHEAP).fit(X, y)  # 16 is at the floor: no warning
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"n_island": 4}, r"unknown settings \['n_island'\].*n_islands"),
+    ({"n_particles": 64}, r"sets \['n_particles'\].*parameters"),
+    ({"n_islands": 0}, r"n_islands must be at least 1"),
+    ({"exact_warmup": "no"}, r"exact_warmup must be of type"),
+    ({"integrator": "BAOAB"}, r"integrator must be one of"),
+])
+def test_bad_engine_options_raise_before_any_state_changes(reg_data, options, message):
+    X, y = reg_data
+    reg = EvidenceLinearRegression(**CHEAP).fit(X, y)
+    before = fitted_state(reg)
+    with pytest.raises(ValueError, match=message):
+        reg.set_params(engine_options=options).partial_fit(X, y)
+    assert_unchanged(before, reg)
+
+
+def test_engine_options_override_the_model_defaults_per_instance(reg_data):
+    X, _ = reg_data
+    plain = EvidenceGMM(n_components=2, **CHEAP).fit(X)
+    islands = EvidenceGMM(n_components=2, engine_options={"n_islands": 2}, **CHEAP).fit(X)
+    assert islands._config.n_islands == 2 and islands.diagnostics_["n_islands"] == 2
+    # The model's own settings stay, and no other instance is affected.
+    assert islands._config.precondition == plain._config.precondition == "model"
+    assert plain._config.n_islands == 1 and EvidenceGMM._engine_defaults.get("n_islands") is None
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.dtype("float32"), torch.float32, "float32"])
 def test_numpy_and_torch_dtypes_are_accepted(reg_data, dtype):
     X, y = reg_data

@@ -77,8 +77,8 @@ def test_std_falls_with_more_particles_and_is_in_the_trace():
 
 def test_islands_give_an_error_bar_too():
     X, y = paper_linear_data(2000, 0)
-    reg = EvidenceLinearRegression(n_particles=64, n_burnin=5, random_state=0)
-    reg._engine_defaults = {"n_islands": 4}
+    reg = EvidenceLinearRegression(n_particles=64, n_burnin=5, random_state=0,
+                                   engine_options={"n_islands": 4})
     reg.fit(X, y)
     assert reg.diagnostics_["n_islands"] == 4
     assert 0.0 < reg.log_evidence_std_ < 3.0
@@ -111,8 +111,7 @@ def test_particles_away_from_the_posterior_warn():
     # resampling collapses them; the posterior gap is thousands of nats.
     X, y = paper_linear_data(3000, 0)
     reg = EvidenceLinearRegression(n_particles=32, n_burnin=1, learning_rate=1e-6,
-                                   random_state=0)
-    reg._engine_defaults = {"exact_warmup": False}
+                                   random_state=0, engine_options={"exact_warmup": False})
     with pytest.warns(ConvergenceWarning, match="not reached the posterior"):
         reg.fit(X, y)
     assert reg.diagnostics_["posterior_gap"] > 100

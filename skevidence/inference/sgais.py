@@ -18,6 +18,8 @@ the chunk and on the mini-batch size, not on how much data came before.
 """
 
 import math
+import numbers
+import typing
 import warnings
 from dataclasses import dataclass, field, fields
 
@@ -102,6 +104,12 @@ class SGAISConfig:
     annealing_steps_warning: int | None = 250
 
     def __post_init__(self):
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), f.type)
+        for name, low in _LOWER_BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None and not value >= low:
+                raise ValueError(f"SGAISConfig.{name} must be at least {low}, got {value!r}")
         # A typo in a string setting must not fall back silently to another
         # behaviour (the engine's branches test for one value each).
         for name, allowed in _CHOICES.items():
@@ -113,6 +121,25 @@ class SGAISConfig:
             raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
                              f"or 'ledoit-wolf', got {shrinkage!r}")
 
+
+# What the annotations of SGAISConfig's fields accept (numpy scalars included).
+_ACCEPTED = {int: numbers.Integral, float: numbers.Real, bool: (bool, np.bool_), str: str,
+             type(None): type(None)}
+
+
+def _check_type(name, value, annotation):
+    kinds = typing.get_args(annotation) or (annotation,)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if not isinstance(value, tuple(_ACCEPTED[k] for k in kinds)) or (is_bool and bool not in kinds):
+        raise ValueError(f"SGAISConfig.{name} must be of type {annotation}, got {value!r}")
+
+
+# Smallest value of the numeric settings (None, where allowed, passes).
+_LOWER_BOUNDS = {
+    "n_particles": 2, "batch_size": 1, "n_burnin": 1, "reservoir_size": 1, "warmup_size": 0,
+    "warmup_factor": 1, "n_islands": 1, "first_chunk_size": 1, "annealing_steps_warning": 1,
+    "curvature_ratio": 0.0, "cv_refresh_factor": 1.0,
+}
 
 # The values each string setting of SGAISConfig accepts.
 _CHOICES = {
