@@ -28,6 +28,16 @@ def paper_linear_data(n_samples, seed, n_features=5):
     return X, y
 
 
+def gaussian_blobs(n, centers, scales, weights, seed):
+    """``n`` draws of a diagonal Gaussian mixture (one row of ``scales`` per component)."""
+    rng = np.random.default_rng(seed)
+    z = rng.choice(len(weights), size=n, p=weights)
+    centers = np.asarray(centers, dtype=float)
+    scales = np.broadcast_to(np.asarray(scales, dtype=float).reshape(len(weights), -1),
+                             centers.shape)
+    return centers[z] + scales[z] * rng.standard_normal((n, centers.shape[1]))
+
+
 @pytest.fixture
 def linear_data():
     return paper_linear_data
