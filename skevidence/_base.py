@@ -173,6 +173,15 @@ SHARED_PARAMS_DOC = """\
         leaves a bias of 10-20 nats even with exact posterior draws). At
         least 2; below 16 a ``ConvergenceWarning`` says the evidence can be
         far off (8 particles erred by up to 137 nats on linear regression).
+    max_particles : int or None, default=None
+        ``None`` uses ``n_particles`` throughout. An integer (at least
+        ``n_particles``) turns on Adaptive Resample-Move: a chunk whose
+        share of the variance of ``log_evidence_`` grows large (one that
+        needs many annealing steps, such as the first, from the prior)
+        resamples its particles to twice as many, up to ``max_particles``,
+        and back to ``n_particles`` before its last move;
+        ``evidence_trace_["n_particles"]`` shows the count per chunk.
+        (benchmarks/bench_arm.py measures its variance per CPU second.)
     batch_size : int, default=500
         Size of the chunks the data are added in, and of the mini-batches
         drawn from past data (the paper's 500).
@@ -256,7 +265,7 @@ class BaseEvidenceEstimator(BaseEstimator):
     _engine_defaults = {}
 
     # The SGAISConfig fields that the estimators' own parameters set.
-    _ENGINE_PARAMS = ("n_particles", "batch_size", "n_burnin", "learning_rate",
+    _ENGINE_PARAMS = ("n_particles", "max_particles", "batch_size", "n_burnin", "learning_rate",
                       "momentum_decay", "target_ess", "resample_threshold", "reservoir_size")
 
     # Declared ranges of the settings, checked by ``_validate_params`` at the
@@ -265,6 +274,7 @@ class BaseEvidenceEstimator(BaseEstimator):
     # torch dtypes normalised.
     _parameter_constraints = {
         "n_particles": [Interval(numbers.Integral, 2, None, closed="left")],
+        "max_particles": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_burnin": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],

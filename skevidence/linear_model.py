@@ -187,6 +187,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         intercept_prior_mean=None,
         noise_prior_scale=None,
         n_particles=128,
+        max_particles=None,
         batch_size=500,
         n_burnin=20,
         learning_rate=0.1,
@@ -206,6 +207,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         self.intercept_prior_mean = intercept_prior_mean
         self.noise_prior_scale = noise_prior_scale
         self.n_particles = n_particles
+        self.max_particles = max_particles
         self.batch_size = batch_size
         self.n_burnin = n_burnin
         self.learning_rate = learning_rate
@@ -469,6 +471,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         fit_intercept=True,
         prior_std=1.0,
         n_particles=128,
+        max_particles=None,
         batch_size=500,
         n_burnin=20,
         learning_rate=0.1,
@@ -485,6 +488,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
         self.n_particles = n_particles
+        self.max_particles = max_particles
         self.batch_size = batch_size
         self.n_burnin = n_burnin
         self.learning_rate = learning_rate

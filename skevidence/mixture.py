@@ -161,6 +161,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         mean_prior=None,
         mean_variance_factor=4.0,
         n_particles=128,
+        max_particles=None,
         batch_size=500,
         n_burnin=20,
         learning_rate=0.007,
@@ -181,6 +182,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         self.mean_prior = mean_prior
         self.mean_variance_factor = mean_variance_factor
         self.n_particles = n_particles
+        self.max_particles = max_particles
         self.batch_size = batch_size
         self.n_burnin = n_burnin
         self.learning_rate = learning_rate

@@ -102,6 +102,16 @@ class SGAISConfig:
     # (data far in the prior's tails, e.g. targets on a scale of 100 under
     # a unit prior).
     annealing_steps_warning: int | None = 250
+    # Adaptive Resample-Move (Fraccaro, Paquet & Winther 2016; see
+    # _maybe_grow): an integer lets a chunk that contributes much variance
+    # grow the particle set, up to this many; None keeps n_particles.
+    max_particles: int | None = None
+    # A chunk doubles the particle count M (up to max_particles) each time
+    # its share of Var(log Z) passes growth_threshold * M / n_particles^2.
+    # The share accrues at a rate proportional to 1 / M per annealing step,
+    # so the count grows like the square root of the chunk's steps, as the
+    # paper's optimum R_n ~ sqrt(v_n) (its Theorem 1).
+    growth_threshold: float = 1.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -120,6 +130,17 @@ class SGAISConfig:
         if isinstance(shrinkage, str) and shrinkage != "ledoit-wolf":
             raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
                              f"or 'ledoit-wolf', got {shrinkage!r}")
+        self._check_growth()
+
+    def _check_growth(self):
+        if self.max_particles is None:
+            return
+        if self.max_particles < self.n_particles:
+            raise ValueError(f"max_particles={self.max_particles} must be at least "
+                             f"n_particles={self.n_particles} (or None: no growth)")
+        if self.n_islands > 1:
+            raise ValueError("max_particles (particle growth) does not combine with "
+                             f"n_islands={self.n_islands}; use one of them")
 
 
 # What the annotations of SGAISConfig's fields accept (numpy scalars included).
@@ -138,7 +159,8 @@ def _check_type(name, value, annotation):
 _LOWER_BOUNDS = {
     "n_particles": 2, "batch_size": 1, "n_burnin": 1, "reservoir_size": 1, "warmup_size": 0,
     "warmup_factor": 1, "n_islands": 1, "first_chunk_size": 1, "annealing_steps_warning": 1,
-    "curvature_ratio": 0.0, "cv_refresh_factor": 1.0,
+    "curvature_ratio": 0.0, "cv_refresh_factor": 1.0, "max_particles": 2,
+    "growth_threshold": 0.0,
 }
 
 # The values each string setting of SGAISConfig accepts.
@@ -368,12 +390,12 @@ def _condition_on_chunk(model, state, config, chunk, move):
     Appends the chunk's :class:`ChunkInfo` to ``state.trace``.
     """
     _maybe_refresh_reference(model, state, config)
-    M = state.theta.shape[0]
-    target = config.target_ess * M
-    lam, tally = 0.0, _ChunkTally(n_particles=M)
+    lam, tally = 0.0, _ChunkTally(n_particles=state.theta.shape[0])
+    var_before = _variance_so_far(state)
     loglik = _chunk_log_likelihood(model, state.theta, chunk)
     while lam < 1.0:
         remaining = 1.0 - lam
+        target = config.target_ess * state.theta.shape[0]
         delta = next_increment(state.log_W, loglik, remaining, target)
         if remaining - delta <= 1e-9 * remaining:
             delta = remaining
@@ -381,6 +403,11 @@ def _condition_on_chunk(model, state, config, chunk, move):
         lam = 1.0 if delta == remaining else lam + delta
         tally.n_steps += 1
         tally.n_resamplings += _resample(state, _islands_to_resample(state, config))
+        if lam < 1.0:
+            tally.n_resamplings += _maybe_grow(state, config, var_before)
+            tally.n_particles = max(tally.n_particles, state.theta.shape[0])
+        else:  # the chunk's last move starts from n_particles again
+            tally.n_resamplings += _shrink(state, config)
         _apply_move(state, move(model, state, config, chunk, lam), tally)
         _tally_divergences(tally, *_discard_diverged(state))
         loglik = _chunk_log_likelihood(model, state.theta, chunk)
@@ -389,6 +416,60 @@ def _condition_on_chunk(model, state, config, chunk, move):
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
     state.trace.append(_chunk_info(state, tally))
+
+
+def _variance_so_far(state):
+    """Estimated Var(log_evidence): closed segments plus the current one."""
+    return state.log_evidence_var + segment_variance(state.log_W)
+
+
+def _maybe_grow(state, config, var_before):
+    """Adaptive Resample-Move: more particles for a chunk that adds much variance.
+
+    Fraccaro, Paquet & Winther (2016) grow the particle set on the steps
+    whose weights signal a poor approximation, with new particles made by
+    moving copies of the current ones (their Proposition 1). Here the
+    signal is the chunk's share of the estimated ``Var(log Z)`` since it
+    began (``var_before``; adaptive tempering holds every step's
+    conditional ESS at the target, so a hard chunk shows as many steps,
+    each adding variance ~ 1 / M): past ``growth_threshold * M /
+    n_particles^2`` the ``M`` particles are resampled to ``2 M`` (at most
+    ``max_particles``), and the move that follows makes the copies
+    differ. Resampling closes the weight segment, so ``log_evidence_std``
+    stays the sum of segment variances. Returns 1 when it resampled.
+    """
+    M = state.theta.shape[0]
+    if config.max_particles is None or M >= config.max_particles:
+        return 0
+    budget = config.growth_threshold * M / config.n_particles**2
+    if _variance_so_far(state) - var_before <= budget:
+        return 0
+    _resample_to(state, min(2 * M, config.max_particles))
+    return 1
+
+
+def _shrink(state, config):
+    """Resample a grown particle set back to ``n_particles`` (1 if it did)."""
+    if state.theta.shape[0] <= config.n_particles:
+        return 0
+    _resample_to(state, config.n_particles)
+    return 1
+
+
+def _resample_to(state, m):
+    """Systematic resampling of all particles to ``m`` equally weighted ones (one island)."""
+    state.log_evidence_var += segment_variance(state.log_W)
+    u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
+                         device=state.theta.device))
+    cumulative = np.cumsum(np.exp(state.log_W))
+    positions = (u + np.arange(m)) / m * cumulative[-1]
+    index = np.minimum(np.searchsorted(cumulative, positions, side="right"),
+                       cumulative.shape[0] - 1)
+    index_t = torch.as_tensor(index, device=state.theta.device)
+    state.theta = state.theta[index_t]
+    state.log_W = np.full(m, -math.log(m))
+    if state.cv is not None:
+        state.cv.select(index_t)
 
 
 def _apply_move(state, result, tally):
