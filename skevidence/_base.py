@@ -16,11 +16,12 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import diagnostics, sgais
+from .inference import (ais, diagnostics, nested, online_nested, sequential,
+                        sequential_nested, sgais, smc)
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC",
            "normalize_proba"]
@@ -35,6 +36,19 @@ ESS_COLLAPSE = 0.05
 MAX_ANNEALING_STEPS = 200
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+# The evidence estimators behind ``method=``: modules of skevidence/inference
+# with the same init / update / checkpoint / rollback as sgais.
+ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested,
+           "sequential": sequential, "sequential-nested": sequential_nested,
+           "online-nested": online_nested}
+# Methods whose moves or runs use every observation seen (no bounded store).
+_EXACT_METHODS = {"ais", "smc", "nested", "sequential-nested", "online-nested"}
+# Methods that rerun from the prior on all data seen at every call.
+FULL_DATA_METHODS = {"ais", "nested"}
+# Methods whose chunks after the first start from the posterior so far, so
+# that many annealing steps in one of them signal a problem.
+_ONLINE_ANNEALING = {"sgais", "smc"}
 
 # Below this many particles the evidence is unreliable: on linear regression
 # at N = 2000 (6 parameters, 3-5 seeds; benchmarks/bench_n_particles.py) 1, 2
@@ -236,7 +250,44 @@ SHARED_PARAMS_DOC = """\
         (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
         They override the estimator's own per-model engine settings; an
         unknown name, a value of the wrong type or range, or a name that
-        is one of the parameters above raises ``ValueError`` at ``fit``."""
+        is one of the parameters above raises ``ValueError`` at ``fit``.
+    method : {{"sgais", "ais", "smc", "nested", "sequential", "sequential-nested", \
+"online-nested"}}, default="sgais"
+        The evidence estimator: SGAIS or one of the baselines of Cameron
+        (2020), on the same model, data and fitted attributes (modules in
+        ``skevidence/inference/``; ``n_particles`` particles or live points,
+        ``n_burnin`` moves):
+
+        * ``"sgais"``: stochastic gradient annealed importance sampling;
+          online, at a cost per chunk that does not grow with the data seen;
+        * ``"ais"``: annealed importance sampling (thesis Alg. 6) from the
+          prior on all data, Metropolis-adjusted HMC moves, the same
+          adaptive schedule and resampling (``target_ess``,
+          ``resample_threshold``);
+        * ``"smc"``: sequential importance resampling over chunks of
+          ``batch_size`` (IBIS, Alg. 7), tempered within a chunk, with
+          adjusted moves on all data seen; online, quadratic cost;
+        * ``"nested"``: nested sampling (Alg. 5) with ``n_particles`` live
+          points and constrained HMC that reflects off the likelihood
+          contour; ``log_evidence_std_`` is ``sqrt(H / n_live)`` and the
+          particles are its posterior samples, resampled;
+        * ``"sequential"``: the sequential SG-MCMC estimator (section 4.1):
+          one predictive estimate per chunk (chunks growing from one
+          observation to ``batch_size``) from SGHMC particles, no
+          reweighting; biased by design (it can fail where particles lag
+          the posterior, e.g. linear regression with unknown noise);
+        * ``"sequential-nested"``: the same after nested sampling on the
+          first ``batch_size`` observations (the thesis's hybrid);
+        * ``"online-nested"``: Bayesian updating with nested sampling
+          (section 4.3), one run per chunk with the posterior so far as its
+          prior (exact moves: quadratic cost).
+
+        ``"ais"`` and ``"nested"`` are not online: ``partial_fit`` keeps the
+        data and reruns them from the prior on all data seen (with a
+        warning the first time). Every method but ``"sgais"`` and the
+        sequential ones keeps all observations (``reservoir_size`` must be
+        None), and the adjusted moves adapt their own step size
+        (``learning_rate`` is for SGHMC only)."""
 
 
 def _trace_arrays(records):
@@ -287,15 +338,42 @@ class BaseEvidenceEstimator(BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "engine_options": [dict, None],
+        "method": [StrOptions(set(ENGINES))],
     }
 
     def _check_params(self):
         """Validate the settings: the declared constraints, then what they cannot say."""
         self._validate_params()
+        self._check_method()
         self._check_n_particles()
         self._engine_config()  # unknown or invalid engine_options raise here
         _resolve_dtype(self.dtype)
         _check_device(self.device)
+
+    def _check_method(self):
+        """``ValueError`` for a ``method`` that cannot run with the other settings."""
+        if self.method in _EXACT_METHODS and self.reservoir_size is not None:
+            raise ValueError(f"method={self.method!r} uses every observation seen; "
+                             "reservoir_size must be None (only 'sgais' and 'sequential' bound their memory)")
+
+    def _check_continued_method(self):
+        """``ValueError`` when ``partial_fit`` would continue a fit of another method."""
+        fitted = self.__dict__.get("_method_fitted", "sgais")
+        if fitted != self.method:
+            raise ValueError(f"partial_fit cannot continue a method={fitted!r} fit with "
+                             f"method={self.method!r}; call fit to start over")
+
+    @property
+    def _engine(self):
+        return ENGINES[self.method]
+
+    def _warn_full_data_refit(self):
+        """Say once per estimator that a full-data method refits on partial_fit."""
+        if self.method in FULL_DATA_METHODS and not self.__dict__.get("_refit_warned"):
+            warnings.warn(f"method={self.method!r} is not online: partial_fit keeps every "
+                          "observation and reruns it from the prior on all data seen",
+                          UserWarning, stacklevel=5)
+            self._refit_warned = True
 
     def _check_n_particles(self):
         m = self.n_particles
@@ -348,24 +426,29 @@ class BaseEvidenceEstimator(BaseEstimator):
         ckpt = None
         try:
             self._check_params()
+            if not reset:
+                self._check_continued_method()
             X, y = self._validate_training_data(X, y, reset=reset, **kwargs)
             self._check_data_magnitude(X, y)
+            engine = self._engine
             if reset:
                 self._config = self._engine_config()
                 self.__dict__.pop("_gap_checked", None)  # a new run: check it afresh
                 self._model = self._make_model(X, y)
-                self._state = sgais.init(self._model, self._config, self._make_generator(),
-                                         dtype=self._torch_dtype, device=self.device)
+                self._state = engine.init(self._model, self._config, self._make_generator(),
+                                          dtype=self._torch_dtype, device=self.device)
+                self._method_fitted = self.method
             else:
-                ckpt = sgais.checkpoint(self._state)
+                self._warn_full_data_refit()
+                ckpt = engine.checkpoint(self._state)
             batch = self._to_batch(X, y)
-            sgais.update(self._model, self._state, self._config, batch,
-                         callback=self._progress_printer(X.shape[0]))
+            engine.update(self._model, self._state, self._config, batch,
+                          callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
             self._warn_if_untrustworthy()
         except BaseException:
             if ckpt is not None:
-                sgais.rollback(self._state, ckpt)
+                engine.rollback(self._state, ckpt)
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
@@ -482,7 +565,8 @@ class BaseEvidenceEstimator(BaseEstimator):
         if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
             reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
                            "particles (increase n_particles)")
-        if steps.shape[0] > 1 and steps[1:].max() > MAX_ANNEALING_STEPS:
+        if (self.method in _ONLINE_ANNEALING and steps.shape[0] > 1
+                and steps[1:].max() > MAX_ANNEALING_STEPS):
             reasons.append(f"a chunk needed {int(steps[1:].max())} annealing steps (the moves "
                            "do not keep the particles at the posterior; reduce learning_rate "
                            "or increase n_burnin)")

@@ -200,6 +200,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         random_state=None,
         verbose=0,
         engine_options=None,
+        method="sgais",
     ):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
@@ -220,6 +221,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.engine_options = engine_options
+        self.method = method
 
     def _data_priors(self, y):
         """``(intercept_prior_mean, noise_prior_scale)`` set from the first chunk of ``y``."""
@@ -484,6 +486,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         random_state=None,
         verbose=0,
         engine_options=None,
+        method="sgais",
     ):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
@@ -501,6 +504,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.engine_options = engine_options
+        self.method = method
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,

@@ -174,6 +174,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         random_state=None,
         verbose=0,
         engine_options=None,
+        method="sgais",
     ):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
@@ -195,6 +196,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.engine_options = engine_options
+        self.method = method
 
     # -- validation and the model ----------------------------------------------------
 
