@@ -82,3 +82,46 @@ def test_bad_settings_are_rejected(kwargs, message):
 def test_short_trace_scores_nothing():
     scores = shift_scores(TraceOnly(chunks([-4.0] * 3, 0)).fit())
     assert np.isnan(scores["surprise"]).all() and scores["shifts"].size == 0
+
+
+# -- the bar: EvidenceGMM(n_components=6) fed in batches of 1000 ----------------------
+
+# Cheap sampler settings: the shifts are large against the chunk noise. Over
+# seeds 0-4 (batch_size 250, 5000 observations) the change scored 7.2-16.1
+# (threshold 5) and the shuffled streams at most 3.4.
+GMM = dict(n_components=6, n_particles=16, n_burnin=3)
+
+
+def moving_clusters(n, change, seed):
+    """Three unit clusters; at ``change`` two of them move."""
+    rng = np.random.default_rng(seed)
+    before = np.array([[-4.0, 0.0], [0.0, 3.0], [4.0, 0.0]])
+    after = np.array([[-4.0, 0.0], [0.0, -3.0], [2.0, 4.0]])
+    label = rng.integers(0, 3, n)
+    centre = np.where(np.arange(n)[:, None] < change, before[label], after[label])
+    return centre + rng.normal(size=(n, 2))
+
+
+def stream_in_batches(X, batch_size=250, seed=0):
+    gmm = EvidenceGMM(batch_size=batch_size, random_state=seed, **GMM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # cheap settings lag the posterior
+        for start in range(0, len(X), 1000):
+            gmm.partial_fit(X[start : start + 1000])
+    return gmm
+
+
+def test_one_geometry_change_is_found_within_a_batch_and_a_stationary_stream_shows_none():
+    X = moving_clusters(5000, change=2700, seed=0)
+    shifts = detect_shifts(stream_in_batches(X))
+    assert shifts.shape == (1,) and abs(shifts[0] - 2700) <= 1000
+    shuffled = np.random.default_rng(0).permutation(X)
+    assert detect_shifts(stream_in_batches(shuffled)).size == 0
+
+
+def test_the_papers_three_five_seven_stream_shows_both_changes():
+    # Changes at 1000 and 10_000; 11_500 observations keep three chunks after
+    # the second. Seeds 0 and 1 (batch_size 500) scored 18.5 / 8.0 and 14.2 / 14.3.
+    X, _ = make_shifting_clusters(11_500, random_state=0)
+    np.testing.assert_array_equal(detect_shifts(stream_in_batches(X, batch_size=500)),
+                                  [1000, 10_000])
