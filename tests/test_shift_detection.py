@@ -125,3 +125,17 @@ def test_the_papers_three_five_seven_stream_shows_both_changes():
     X, _ = make_shifting_clusters(11_500, random_state=0)
     np.testing.assert_array_equal(detect_shifts(stream_in_batches(X, batch_size=500)),
                                   [1000, 10_000])
+
+
+def test_plot_shifts_draws_the_surprise_threshold_and_shifts():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from skevidence.plotting import plot_shifts
+
+    est = TraceOnly(chunks([-4.0] * 10 + [-4.3] * 10, seed=0)).fit()
+    ax = plot_shifts(est, threshold=4.0)
+    surprise_line, threshold_line, shift_line = ax.get_lines()
+    np.testing.assert_array_equal(surprise_line.get_xdata(), shift_scores(est)["start"])
+    assert threshold_line.get_ydata()[0] == 4.0
+    assert shift_line.get_xdata()[0] == 5500
+    matplotlib.pyplot.close(ax.figure)
