@@ -203,11 +203,13 @@ def plot_shifts(estimator, ax=None, **kwargs):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import numpy as np
-    >>> from skevidence import EvidenceGMM
+    >>> from skevidence import EvidenceLinearRegression
     >>> from skevidence.plotting import plot_shifts
-    >>> X = np.random.default_rng(0).normal(size=(1500, 1))
-    >>> gmm = EvidenceGMM(n_components=1, n_particles=32, batch_size=250, random_state=0)
-    >>> ax = plot_shifts(gmm.fit(X))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1500, 1))
+    >>> y = X[:, 0] + rng.normal(size=1500)
+    >>> reg = EvidenceLinearRegression(n_particles=32, batch_size=250, random_state=0)
+    >>> ax = plot_shifts(reg.fit(X, y))
     >>> ax.get_ylabel()
     'surprise (std)'
     """
