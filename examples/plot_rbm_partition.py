@@ -101,7 +101,8 @@ for scale in scales:
 
 print(f"{'scale':>6} {'exact log Z':>12} {'SGAIS':>10} {'+- std':>7} {'error / std':>12}")
 for scale, exact, estimate, std in rows:
-    print(f"{scale:6.2f} {exact:12.3f} {estimate:10.3f} {std:7.3f} {(estimate - exact) / std:12.2f}")
+    error = (estimate - exact) / std
+    print(f"{scale:6.2f} {exact:12.3f} {estimate:10.3f} {std:7.3f} {error:12.2f}")
 
 # %%
 # The estimates agree with the enumeration within two of their reported

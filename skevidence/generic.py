@@ -6,7 +6,6 @@ evidence, error bar and streaming updates from the same engine as the
 built-in estimators, through public names only.
 """
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
