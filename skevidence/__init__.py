@@ -2,6 +2,7 @@
 
 from ._config import config_context, get_config, set_config
 from .ensemble import BayesianModelAverager
+from .generic import EvidenceModel, EvidenceResult, log_evidence
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
@@ -13,9 +14,12 @@ __all__ = [
     "EvidenceGMM",
     "EvidenceLinearRegression",
     "EvidenceLogisticRegression",
+    "EvidenceModel",
+    "EvidenceResult",
     "EvidenceSearch",
     "__version__",
     "config_context",
     "get_config",
+    "log_evidence",
     "set_config",
 ]

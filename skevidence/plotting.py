@@ -7,7 +7,7 @@ package does not need it (``pip install matplotlib``).
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["plot_evidence_trace", "plot_model_posterior"]
+__all__ = ["plot_evidence_trace", "plot_model_posterior", "plot_shifts"]
 
 
 def _pyplot():
@@ -172,3 +172,59 @@ def plot_model_posterior(search_or_averager, ax=None):
         a.set_xticklabels(labels, rotation=45 if len(labels) > 4 else 0, ha="right"
                           if len(labels) > 4 else "center")
     return axes
+
+
+def plot_shifts(estimator, ax=None, **kwargs):
+    """Draw the surprise of every chunk of a stream and the shifts detected.
+
+    One panel against the number of observations seen before each chunk:
+    the standardised surprise of the chunk's log predictive (see
+    :func:`skevidence.diagnostics.shift_scores`), the threshold as a
+    dashed line, and a vertical line at every detected shift.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        Anything with ``evidence_trace_``, fitted in stream order, or a
+        pipeline whose last step has one.
+    ax : matplotlib Axes, default=None
+        Where to draw; by default a new figure.
+    **kwargs
+        ``threshold`` and ``window``, passed to
+        :func:`~skevidence.diagnostics.shift_scores`.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        The panel drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skevidence import EvidenceLinearRegression
+    >>> from skevidence.plotting import plot_shifts
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1500, 1))
+    >>> y = X[:, 0] + rng.normal(size=1500)
+    >>> reg = EvidenceLinearRegression(n_particles=32, batch_size=250, random_state=0)
+    >>> ax = plot_shifts(reg.fit(X, y))
+    >>> ax.get_ylabel()
+    'surprise (std)'
+    """
+    from .diagnostics import shift_scores
+
+    scores = shift_scores(estimator, **kwargs)
+    if ax is None:
+        plt = _pyplot()
+        _, ax = plt.subplots(figsize=(6, 3))
+    # Each chunk's surprise at its start, where a shift in it is reported.
+    ax.plot(scores["start"], scores["surprise"], "o-", markersize=3, label="surprise")
+    ax.axhline(scores["threshold"], linestyle="--", color="gray", linewidth=1, label="threshold")
+    for i, shift in enumerate(scores["shifts"]):
+        ax.axvline(shift, color="C3", linewidth=1.5, label="shift detected" if i == 0 else None)
+    ax.set_xlabel("observations seen n")
+    ax.set_ylabel("surprise (std)")
+    ax.legend(loc="best", fontsize="small")
+    return ax

@@ -13,8 +13,10 @@ from skevidence import (
     EvidenceGMM,
     EvidenceLinearRegression,
     EvidenceLogisticRegression,
+    EvidenceModel,
     EvidenceSearch,
 )
+from skevidence.models import Model
 
 # Cheap engine settings: the checks fit hundreds of times on 20-200 rows.
 # Fewer than about 2 * n_params particles (or target_ess=0.5) left the
@@ -43,6 +45,26 @@ def gmm(**params):
     return EvidenceGMM(**{**CHEAP, "n_components": 2, **params})
 
 
+class SharedMean(Model):
+    """Every entry of X is N(theta, 1), theta ~ N(0, 1): a user model of any width."""
+
+    n_params = 1
+
+    def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        return torch.randn(n, 1, generator=generator, dtype=dtype, device=device)
+
+    def log_prior(self, theta):
+        return -0.5 * (theta[:, 0] ** 2 + np.log(2 * np.pi))
+
+    def log_likelihood(self, theta, batch):
+        X = batch[0]
+        return -0.5 * ((X[None] - theta[:, :, None]) ** 2 + np.log(2 * np.pi)).sum(-1)
+
+
+def user_model():
+    return EvidenceModel(SharedMean(), **CHEAP)
+
+
 def averager():
     return BayesianModelAverager([("narrow", linreg(prior_std=0.5)), ("wide", linreg())])
 
@@ -51,7 +73,7 @@ def search():
     return EvidenceSearch(linreg(), {"prior_std": [0.5, 1.0]})
 
 
-ESTIMATORS = [linreg(), logreg(), gmm(), averager(), search()]
+ESTIMATORS = [linreg(), logreg(), gmm(), user_model(), averager(), search()]
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks,

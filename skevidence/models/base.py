@@ -29,29 +29,129 @@ def take(batch, index):
 
 
 class Model:
-    """Base class of the probabilistic models used by the SGAIS engine.
+    """Base class of the models whose evidence the SGAIS engine computes (public).
 
-    Subclasses set ``n_params`` and implement :meth:`sample_prior`,
-    :meth:`log_prior` and :meth:`log_likelihood`. Gradients default to
-    autograd through those methods.
+    A model is a prior and a likelihood in torch over an unconstrained
+    parameter vector ``theta`` of size ``n_params``. Every method works on
+    ``M`` particles at once (``theta`` of shape ``[M, n_params]``) and on a
+    batch of data, a tuple of tensors whose first dimension indexes the
+    observations: ``(X,)`` for density models, ``(X, y)`` for conditional
+    ones. Subclass it, set ``n_params`` and write three methods:
+
+    - :meth:`sample_prior` -- ``n`` draws from the prior, ``[n, n_params]``;
+    - :meth:`log_prior` -- the log prior density of ``theta``, ``[M]``,
+      including the log-Jacobian of any transform to the unconstrained
+      space (e.g. ``log sigma^2`` for a variance);
+    - :meth:`log_likelihood` -- one log-likelihood term per observation,
+      ``[M, B]`` for a batch of ``B``: the observations must be
+      conditionally independent given ``theta``, since the engine adds
+      them in chunks and draws mini-batches of them.
+
+    Gradients come from autograd through these methods; a model may
+    override :meth:`grad_log_prior` and :meth:`grad_log_likelihood` with a
+    closed form where that is faster. Compute every quantity for all
+    particles in one batched operation (no Python loop over particles or
+    observations) and in log space where probabilities could underflow.
+
+    Pass a model to :func:`skevidence.log_evidence` or
+    :class:`skevidence.EvidenceModel`; see :doc:`/user_guide/custom_models`.
+
+    Attributes
+    ----------
+    n_params : int
+        Size ``d`` of the unconstrained parameter vector.
+
+    See Also
+    --------
+    skevidence.log_evidence : the log evidence of a model on data.
+    skevidence.EvidenceModel : the same as a streaming estimator.
+
+    Examples
+    --------
+    Bayesian linear regression through the origin, ``y ~ N(X w, 1)`` with
+    ``w ~ N(0, I)``:
+
+    >>> import math, numpy as np, torch
+    >>> import skevidence
+    >>> from skevidence.models import Model
+    >>> class Linear(Model):
+    ...     def __init__(self, n_features):
+    ...         self.n_params = n_features
+    ...     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+    ...         return torch.randn(n, self.n_params, generator=generator, dtype=dtype,
+    ...                            device=device)
+    ...     def log_prior(self, theta):
+    ...         return -0.5 * (theta.square().sum(1) + self.n_params * math.log(2 * math.pi))
+    ...     def log_likelihood(self, theta, batch):
+    ...         X, y = batch
+    ...         return -0.5 * ((y - theta @ X.T).square() + math.log(2 * math.pi))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 2))
+    >>> y = X @ [1.0, -1.0] + rng.normal(size=500)
+    >>> result = skevidence.log_evidence(Linear(2), X, y, n_particles=64, random_state=0)
+    >>> result.particles.shape
+    (64, 2)
     """
 
     n_params: int
 
     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
-        """Draw ``n`` parameter vectors from the prior, shape ``[n, n_params]``."""
+        """Draw ``n`` parameter vectors from the prior.
+
+        Parameters
+        ----------
+        n : int
+            Number of draws.
+        generator : torch.Generator
+            The engine's random generator: draw only from it (e.g.
+            ``torch.randn(..., generator=generator)``), so that the same
+            ``random_state`` gives the same numbers.
+        dtype : torch.dtype, default=torch.float64
+            Floating-point type of the draws.
+        device : str or torch.device, default="cpu"
+            Device of the draws.
+
+        Returns
+        -------
+        theta : torch.Tensor of shape (n, n_params)
+            Unconstrained parameter vectors.
+        """
         raise NotImplementedError
 
     def log_prior(self, theta):
-        """Log prior density of unconstrained ``theta [M, d]`` -> ``[M]``.
+        """Log prior density of ``theta``, in the unconstrained space.
 
-        Includes the log-Jacobian of every transform to the unconstrained
-        space.
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (M, n_params)
+            Particles.
+
+        Returns
+        -------
+        log_prior : torch.Tensor of shape (M,)
+            Includes the log-Jacobian of every transform to the
+            unconstrained space, so that it is the density of ``theta``
+            that :meth:`sample_prior` draws.
         """
         raise NotImplementedError
 
     def log_likelihood(self, theta, batch):
-        """Per-observation log-likelihood, ``[M, B]``."""
+        """Log-likelihood of every observation of ``batch`` at every particle.
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (M, n_params)
+            Particles.
+        batch : tuple of torch.Tensor
+            ``(X,)`` or ``(X, y)``, the observations along the first
+            dimension, in the particles' dtype and device.
+
+        Returns
+        -------
+        log_likelihood : torch.Tensor of shape (M, B)
+            ``log p(observation b | theta_m)``; ``-inf`` is allowed (the
+            particle then gets zero weight), NaN is not.
+        """
         raise NotImplementedError
 
     def grad_log_prior(self, theta):
