@@ -188,6 +188,7 @@ class EvidenceModel(BaseEvidenceEstimator):
         model,
         *,
         n_particles=128,
+        max_particles=None,
         batch_size=500,
         n_burnin=20,
         learning_rate=0.1,
@@ -199,9 +200,12 @@ class EvidenceModel(BaseEvidenceEstimator):
         dtype="float64",
         random_state=None,
         verbose=0,
+        engine_options=None,
+        method="sgais",
     ):
         self.model = model
         self.n_particles = n_particles
+        self.max_particles = max_particles
         self.batch_size = batch_size
         self.n_burnin = n_burnin
         self.learning_rate = learning_rate
@@ -213,6 +217,8 @@ class EvidenceModel(BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+        self.engine_options = engine_options
+        self.method = method
 
     # -- validation and the model ----------------------------------------------------
 
