@@ -43,6 +43,8 @@ ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested,
            "online-nested": online_nested}
 # Methods whose moves or runs use every observation seen (no bounded store).
 _EXACT_METHODS = {"ais", "smc", "nested", "sequential-nested", "online-nested"}
+# Methods whose trace "ess" is that of each chunk's predictive estimate.
+_PREDICTIVE_METHODS = {"sequential", "sequential-nested"}
 # Methods that rerun from the prior on all data seen at every call.
 FULL_DATA_METHODS = {"ais", "nested"}
 # Methods whose chunks after the first start from the posterior so far, so
@@ -539,6 +541,15 @@ class BaseEvidenceEstimator(BaseEstimator):
             reasons.append(f"a chunk needed {int(steps[1:].max())} annealing steps (the moves "
                            "do not keep the particles at the posterior; reduce learning_rate "
                            "or increase n_burnin)")
+        if self.method in _PREDICTIVE_METHODS:
+            # Below two, one particle carried the chunk: its delta-method
+            # variance no longer bounds the error (a shift in the stream gave
+            # an ESS of 1.0 and an error of 170 nats with a std of 1.1).
+            worst = float(self.evidence_trace_["ess"].min())
+            if worst < 2.0:
+                reasons.append(f"a chunk's predictive estimate rested on an ESS of {worst:.1f} "
+                               f"of {M} particles (a shift in the data, or particles that "
+                               "lag the posterior; try method='sgais')")
         gap = diag["posterior_gap"]
         if not math.isfinite(gap) or gap > diag["posterior_gap_threshold"]:
             reasons.append(
