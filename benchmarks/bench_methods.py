@@ -21,7 +21,6 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 
 from skevidence import EvidenceLinearRegression
 from skevidence._base import ENGINES

@@ -2,7 +2,8 @@
 
 Subclasses (the public estimators) only say which model they fit, how
 their inputs become tensors, and which fitted attributes they expose; this
-class turns ``fit`` / ``partial_fit`` into calls of the SGAIS engine and
+class turns ``fit`` / ``partial_fit`` into calls of the engine that
+``method`` names (SGAIS by default; ``ENGINES``) and
 guarantees that a failed call leaves a fitted estimator as it was.
 """
 
@@ -266,8 +267,8 @@ SHARED_PARAMS_DOC = """\
 
         ``"ais"`` and ``"nested"`` are not online: ``partial_fit`` keeps the
         data and reruns them from the prior on all data seen (with a
-        warning the first time). Every method but ``"sgais"`` and the
-        sequential ones keeps all observations (``reservoir_size`` must be
+        warning the first time). Every method but ``"sgais"`` and
+        ``"sequential"`` keeps all observations (``reservoir_size`` must be
         None), and the adjusted moves adapt their own step size
         (``learning_rate`` is for SGHMC only)."""
 
@@ -320,7 +321,8 @@ class BaseEvidenceEstimator(BaseEstimator):
         """``ValueError`` for a ``method`` that cannot run with the other settings."""
         if self.method in _EXACT_METHODS and self.reservoir_size is not None:
             raise ValueError(f"method={self.method!r} uses every observation seen; "
-                             "reservoir_size must be None (only 'sgais' and 'sequential' bound their memory)")
+                             "reservoir_size must be None (only 'sgais' and 'sequential' "
+                             "bound their memory)")
 
     def _check_continued_method(self):
         """``ValueError`` when ``partial_fit`` would continue a fit of another method."""

@@ -40,7 +40,7 @@ from ..models.base import batch_size_of
 from . import islands
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
-from .sgais import SGAISState, TRACE_FIELDS  # noqa: F401  (the trace's layout)
+from .sgais import SGAISState
 
 __all__ = ["init", "update", "checkpoint", "rollback", "nested_sampling", "constrained_hmc",
            "NestedResult", "set_posterior_particles", "n_trajectories"]
