@@ -105,6 +105,7 @@ def test_full_data_methods_refit_on_partial_fit(method):
     assert abs(est.log_evidence_ - exact) <= max(1.0, 3.0 * est.log_evidence_std_)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_same_seed_same_numbers():
     X, y = make_linear_regression(60, random_state=0)
     for method in sorted(set(ENGINES) - {"sgais"}):
@@ -112,6 +113,18 @@ def test_same_seed_same_numbers():
                                          batch_size=30, random_state=5).fit(X, y)
                 for _ in range(2))
         assert a.log_evidence_ == b.log_evidence_, method
+
+
+def test_sequential_warns_when_one_particle_carries_a_chunk():
+    # Two clusters in order: the second chunk lies where the particles of
+    # the first have no mass, and its predictive rests on one particle.
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(-2, 0.5, (60, 1)), rng.normal(2, 0.5, (60, 1))])
+    gmm = EvidenceGMM(n_components=2, method="sequential", n_particles=32, n_burnin=4,
+                      batch_size=60, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="predictive estimate rested on an ESS"):
+        gmm.fit(X)
+    assert gmm.evidence_trace_["ess"].min() < 2.0
 
 
 @pytest.mark.parametrize("method", ["ais", "nested"])

@@ -29,16 +29,18 @@ and reruns from the prior on all of it.
 """
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from ..models.base import batch_size_of
 from . import islands
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
-from .sgais import SGAISState, TRACE_FIELDS  # noqa: F401  (the trace's layout)
+from .sgais import SGAISState
 
 __all__ = ["init", "update", "checkpoint", "rollback", "nested_sampling", "constrained_hmc",
            "NestedResult", "set_posterior_particles", "n_trajectories"]
@@ -181,6 +183,11 @@ def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
         step_size = min(max(step_size * math.exp(2.0 * (acc - TARGET_ACCEPTANCE)), 1e-3), 3.0)
         live = torch.cat([live[survivors], new])
         log_l = torch.cat([log_l[survivors], new_l])
+    if n_iter >= MAX_ITERATIONS:
+        warnings.warn(f"nested sampling stopped after {MAX_ITERATIONS} iterations before the "
+                      "live points' share of the evidence fell below the tolerance; the "
+                      "estimate includes their remainder but may be off", ConvergenceWarning,
+                      stacklevel=2)
     # The live points' remainder: each holds X_end / n of the mass.
     remaining = order[k:]
     rem_l = log_l[remaining].to(torch.float64).cpu().numpy()

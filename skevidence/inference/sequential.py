@@ -77,7 +77,7 @@ def update(model, state, config, batch, move=None, callback=None):
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config.batch_size):
         chunk = tuple(t[start:end] for t in batch)
         start = end
-        _add_predictive(model, state, chunk)
+        predictive_ess = _add_predictive(model, state, chunk)
         sgais._maybe_refresh_reference(model, state, config)
         state.theta = move(model, state, config, chunk, 1.0)
         _replace_diverged(state)
@@ -85,7 +85,10 @@ def update(model, state, config, batch, move=None, callback=None):
         if state.cv is not None:
             state.cv.add_chunk(model, chunk)
         state.n_seen += batch_size_of(chunk)
-        state.trace.append((state.n_seen, state.log_evidence, 1, float(state.theta.shape[0]),
+        # The trace's ESS is that of the chunk's predictive estimate: the
+        # particles carry no weights, and a small one flags a chunk the
+        # particles could not predict (a shift in the stream, lagging moves).
+        state.trace.append((state.n_seen, state.log_evidence, 1, predictive_ess,
                             state.log_evidence_std))
         if callback is not None:
             callback(state, 1.0, 0)
@@ -93,7 +96,8 @@ def update(model, state, config, batch, move=None, callback=None):
 
 
 def _add_predictive(model, state, chunk):
-    """Add ``log mean_i p(C | theta_i)`` to the evidence and its delta-method variance."""
+    """Add ``log mean_i p(C | theta_i)`` to the evidence and its delta-method
+    variance; return the ESS of the particles' likelihoods."""
     loglik = model.log_likelihood(state.theta, chunk).sum(1).to(torch.float64).cpu().numpy()
     loglik = np.where(np.isfinite(loglik), loglik, -np.inf)
     log_sum = float(np.logaddexp.reduce(loglik))
@@ -105,6 +109,7 @@ def _add_predictive(model, state, chunk):
     state.log_evidence += log_sum - math.log(M)
     # 1 / ESS - 1 / M of the chunk's normalised likelihoods (sgais.segment_variance).
     state.log_evidence_var += sgais.segment_variance(loglik - log_sum)
+    return float(np.exp(-np.logaddexp.reduce(2.0 * (loglik - log_sum))))
 
 
 def _replace_diverged(state):
@@ -115,8 +120,10 @@ def _replace_diverged(state):
     good = torch.nonzero(ok).reshape(-1)
     if good.numel() == 0:
         raise FloatingPointError(
-            f"all particles diverged after {state.n_seen} observations: standardise "
-            "the data or reduce learning_rate")
+            f"all particles diverged after {state.n_seen} observations. The sequential "
+            "estimator never reweights, so particles that lag the posterior stay and "
+            "widen the moves' preconditioner; try method='sequential-nested' or "
+            "'sgais', or a smaller learning_rate")
     bad = torch.nonzero(~ok).reshape(-1)
     lost = int(bad.numel())
     state.n_diverged += lost
