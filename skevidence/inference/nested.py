@@ -40,7 +40,7 @@ from ..models.base import batch_size_of
 from . import islands
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
-from .sgais import SGAISState
+from .sgais import SGAISState, record_chunk
 
 __all__ = ["init", "update", "checkpoint", "rollback", "nested_sampling", "constrained_hmc",
            "NestedResult", "set_posterior_particles", "n_trajectories"]
@@ -268,10 +268,7 @@ def update(model, state, config, batch, move=None, callback=None):
     state.log_evidence = result.log_evidence
     state.log_evidence_var = result.log_evidence_std**2
     state.exact_step_size = result.step_size
-    state.acceptance_sum += result.acceptance
-    state.n_adjusted_moves += 1
-    state.trace.append((state.n_seen, state.log_evidence, result.n_iterations,
-                        float(M), state.log_evidence_std))
+    record_chunk(state, result.n_iterations, ess_value=float(M), acceptance=result.acceptance)
     if callback is not None:
         callback(state, 1.0, 0)
     return state
@@ -307,9 +304,8 @@ class Checkpoint:
     reservoir: tuple = ()
 
 
-_RESTORED = ("theta", "log_W", "n_seen", "log_evidence", "log_evidence_var", "exact_step_size",
-             "acceptance_sum", "n_adjusted_moves", "n_diverged", "max_diverged_fraction",
-             "n_resamplings")
+# The counters of diagnostics_ are derived from the trace, restored by its length.
+_RESTORED = ("theta", "log_W", "n_seen", "log_evidence", "log_evidence_var", "exact_step_size")
 
 
 def checkpoint(state):

@@ -57,7 +57,7 @@ def _condition_on_chunk(model, state, config, chunk):
     store = state.reservoir.data() if state.n_seen > 0 else None
     if store is not None:
         # Resampled particles hold copies; NS needs distinct live points.
-        state.theta = sgais.exact_move(model, state, config, chunk, 0.0)
+        state.theta = sgais.exact_move(model, state, config, chunk, 0.0).theta
 
     def log_prior_and_grad(theta):
         log_p, g = model.log_prior(theta), model.grad_log_prior(theta)
@@ -74,5 +74,4 @@ def _condition_on_chunk(model, state, config, chunk):
     state.log_evidence_var += result.log_evidence_std**2
     state.reservoir.append(chunk, state.generator)
     state.n_seen += batch_size_of(chunk)
-    state.trace.append((state.n_seen, state.log_evidence, result.n_iterations,
-                        float(state.theta.shape[0]), state.log_evidence_std))
+    sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]))

@@ -79,8 +79,9 @@ def update(model, state, config, batch, move=None, callback=None):
         start = end
         predictive_ess = _add_predictive(model, state, chunk)
         sgais._maybe_refresh_reference(model, state, config)
-        state.theta = move(model, state, config, chunk, 1.0)
-        _replace_diverged(state)
+        moved = move(model, state, config, chunk, 1.0)
+        state.theta = moved if isinstance(moved, torch.Tensor) else moved.theta
+        n_lost = _replace_diverged(state)
         state.reservoir.append(chunk, state.generator)
         if state.cv is not None:
             state.cv.add_chunk(model, chunk)
@@ -88,8 +89,8 @@ def update(model, state, config, batch, move=None, callback=None):
         # The trace's ESS is that of the chunk's predictive estimate: the
         # particles carry no weights, and a small one flags a chunk the
         # particles could not predict (a shift in the stream, lagging moves).
-        state.trace.append((state.n_seen, state.log_evidence, 1, predictive_ess,
-                            state.log_evidence_std))
+        sgais.record_chunk(state, 1, ess_value=predictive_ess, n_diverged=n_lost,
+                           max_diverged_fraction=n_lost / state.theta.shape[0])
         if callback is not None:
             callback(state, 1.0, 0)
     return state
@@ -113,10 +114,10 @@ def _add_predictive(model, state, chunk):
 
 
 def _replace_diverged(state):
-    """Particles that left the finite numbers become copies of random finite ones."""
+    """Particles that left the finite numbers become copies of random finite ones; returns how many."""
     ok = torch.isfinite(state.theta).all(1)
     if bool(ok.all()):
-        return
+        return 0
     good = torch.nonzero(ok).reshape(-1)
     if good.numel() == 0:
         raise FloatingPointError(
@@ -126,10 +127,9 @@ def _replace_diverged(state):
             "'sgais', or a smaller learning_rate")
     bad = torch.nonzero(~ok).reshape(-1)
     lost = int(bad.numel())
-    state.n_diverged += lost
-    state.max_diverged_fraction = max(state.max_diverged_fraction, lost / ok.shape[0])
     pick = torch.randint(good.numel(), (lost,), generator=state.generator,
                          device=state.theta.device)
     theta = state.theta.clone()
     theta[bad] = theta[good[pick]]
     state.theta = theta
+    return lost

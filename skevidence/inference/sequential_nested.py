@@ -57,5 +57,4 @@ def _nested_head(model, state, config, head):
     if state.cv is not None:
         state.cv.add_chunk(model, head)
     state.n_seen = batch_size_of(data)
-    state.trace.append((state.n_seen, state.log_evidence, result.n_iterations, float(M),
-                        state.log_evidence_std))
+    sgais.record_chunk(state, result.n_iterations, ess_value=float(M))

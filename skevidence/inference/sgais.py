@@ -36,7 +36,7 @@ from .reservoir import Reservoir
 
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
-    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "AnnealingWarning",
+    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "record_chunk", "AnnealingWarning",
 ]
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -499,6 +499,25 @@ def _chunk_info(state, tally):
         max_diverged_fraction=tally.max_diverged_fraction,
         n_adjusted_moves=len(acceptances),
         acceptance=sum(acceptances) / len(acceptances) if acceptances else math.nan)
+
+
+def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_diverged=0,
+                 max_diverged_fraction=0.0):
+    """Append the :class:`ChunkInfo` of a chunk conditioned on by another method.
+
+    For the baselines that share this state (``ais``, ``nested``, the
+    sequential estimators): ``ess_value`` defaults to the weights' ESS,
+    ``acceptance`` is the mean acceptance of one adjusted run (or None).
+    """
+    state.trace.append(ChunkInfo(
+        n_seen=state.n_seen, log_evidence=state.log_evidence,
+        n_annealing_steps=int(n_annealing_steps),
+        ess=ess(state.log_W) if ess_value is None else float(ess_value),
+        log_evidence_std=state.log_evidence_std, n_particles=state.theta.shape[0],
+        n_resamplings=0, n_diverged=int(n_diverged),
+        max_diverged_fraction=float(max_diverged_fraction),
+        n_adjusted_moves=0 if acceptance is None else 1,
+        acceptance=math.nan if acceptance is None else float(acceptance)))
 
 
 def _chunk_log_likelihood(model, theta, chunk):
