@@ -1,0 +1,101 @@
+"""Adaptive Resample-Move (``max_particles``): variance of the evidence per CPU second.
+
+Fraccaro, Paquet & Winther (2016) grow the particle set where an SMC
+sampler's steps contribute most variance. This measures what that buys in
+SGAIS: repeated fits with different sampler seeds on the same data, once
+with a fixed particle count, once with growth up to ``--growth`` times
+``n_particles``, and once with a fixed count doubled (the plain way to
+spend more CPU on less variance). The figure of merit is the variance of
+``log_evidence_`` over seeds times the mean CPU seconds of a fit (lower is
+better: the variance one CPU second buys), and its ratio to the fixed
+count measured in the same run.
+
+Models: the paper's logistic regression (``make_logistic_regression(N,
+random_state=1)``, 10 features, 4 classes, the library defaults as in
+benchmarks/bench_logistic.py) and a three-component 2-D Gaussian mixture
+(``make_gaussian_mixture(N, n_components=3, random_state=0)`` fitted with
+``EvidenceGMM(n_components=3)``).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_arm.py                  # N = 1000, 5 seeds
+    OMP_NUM_THREADS=1 python benchmarks/bench_arm.py --models logistic --n 2000 --seeds 6
+
+CPU seconds are ``time.process_time`` of each fit; with 5 seeds the
+standard deviation itself is uncertain by about +-35%, so a variance ratio
+is uncertain by a factor of about 2 either way. The measurements (with
+``--n-particles 32``, N = 1000 and 2000) are in the user guide,
+docs/user_guide/settings.rst, "Particle growth".
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from skevidence import EvidenceGMM, EvidenceLogisticRegression
+from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
+
+
+def logistic(n):
+    X, y = make_logistic_regression(n, random_state=1)
+    return (X, y), lambda **kw: EvidenceLogisticRegression(**kw)
+
+
+def mixture(n):
+    X = make_gaussian_mixture(n, n_components=3, random_state=0)
+    return (X,), lambda **kw: EvidenceGMM(n_components=3, **kw)
+
+
+MODELS = {"logistic": logistic, "mixture": mixture}
+
+
+def settings(n_particles, growth):
+    return [
+        ("fixed", dict(n_particles=n_particles)),
+        (f"grow to x{growth}", dict(n_particles=n_particles, max_particles=growth * n_particles)),
+        ("fixed x2", dict(n_particles=2 * n_particles)),
+    ]
+
+
+def run(make, data, params, seeds):
+    values, seconds, peaks = [], [], []
+    for seed in seeds:
+        start = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = make(random_state=seed, **params).fit(*data)
+        seconds.append(time.process_time() - start)
+        values.append(est.log_evidence_)
+        peaks.append(int(est.evidence_trace_["n_particles"].max()))
+    return np.array(values), np.array(seconds), max(peaks)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--n-particles", type=int, default=128)
+    parser.add_argument("--growth", type=int, default=4, help="max_particles / n_particles")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    seeds = range(args.seeds)
+    header = (f"{'model':>9} {'setting':>11} {'runs':>4} {'peak M':>6} {'mean':>10} {'std':>6} "
+              f"{'CPU s':>7} {'std^2 x s':>9} {'ratio':>6}")
+    print(header)
+    print("-" * len(header), flush=True)
+    for name in args.models:
+        data, make = MODELS[name](args.n)
+        baseline = None
+        for label, params in settings(args.n_particles, args.growth):
+            values, seconds, peak = run(make, data, params, seeds)
+            merit = values.std(ddof=1) ** 2 * seconds.mean()
+            baseline = merit if baseline is None else baseline
+            print(f"{name:>9} {label:>11} {len(values):>4} {peak:>6} {values.mean():>10.2f} "
+                  f"{values.std(ddof=1):>6.3f} {seconds.mean():>7.1f} {merit:>9.3f} "
+                  f"{merit / baseline:>6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
