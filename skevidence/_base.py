@@ -232,7 +232,9 @@ SHARED_PARAMS_DOC = """\
     reservoir_size : int or None, default=None
         ``None`` keeps every observation for the mini-batches; an integer
         keeps a uniform random sample of that size of the stream
-        (reservoir sampling), so memory stays bounded.
+        (reservoir sampling), so memory stays bounded. It must be at least
+        ``batch_size`` and the exact warm-up's length (1000 observations;
+        2000 for ``EvidenceGMM``): a smaller store biases the evidence.
     device : str, default="cpu"
         Torch device of the particles and data, e.g. ``"cuda"`` (which
         needs a CUDA build of torch; ``fit`` checks that it is available).

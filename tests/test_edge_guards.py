@@ -232,3 +232,16 @@ def test_blocked_predictions_equal_one_block(wine, monkeypatch):
         # rowwise arithmetic: blocks change nothing but the matrix kernels'
         # summation order (relative differences of a few ulps)
         np.testing.assert_allclose(f(), whole[name], rtol=1e-12, atol=1e-300, err_msg=name)
+
+
+@pytest.mark.parametrize("size", [20, 499, 999])
+def test_reservoir_smaller_than_the_warmup_is_rejected_before_state_changes(reg_data, size):
+    # A store below max(batch_size, warmup_size) = 1000 ends the exact
+    # warm-up early; 499 and 400 gave evidences 13 and 300 nats off.
+    X, y = reg_data
+    reg = EvidenceLinearRegression(**CHEAP).fit(X, y)
+    before = fitted_state(reg)
+    with pytest.raises(ValueError, match="reservoir_size"):
+        reg.set_params(reservoir_size=size).partial_fit(X, y)
+    assert fitted_state(reg).keys() == before.keys()
+    assert reg.log_evidence_ == before["log_evidence_"]

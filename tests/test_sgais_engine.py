@@ -62,7 +62,7 @@ def test_diverged_particles_are_replaced():
 def test_checkpoint_and_rollback_restore_the_state_exactly():
     model = LinearRegressionModel(5)
     X, y = (torch.as_tensor(a) for a in paper_linear_data(2000, 2))
-    config = sgais.SGAISConfig(n_particles=16, n_burnin=3, reservoir_size=700)
+    config = sgais.SGAISConfig(n_particles=16, n_burnin=3, reservoir_size=1200)
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
     sgais.update(model, state, config, (X[:1000], y[:1000]))
     ckpt = sgais.checkpoint(state)

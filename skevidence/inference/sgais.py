@@ -131,6 +131,20 @@ class SGAISConfig:
             raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
                              f"or 'ledoit-wolf', got {shrinkage!r}")
         self._check_growth()
+        self._check_reservoir()
+
+    def _check_reservoir(self):
+        # A store smaller than a mini-batch repeats observations in it, and
+        # one smaller than the warm-up ends the exact warm-up early (it needs
+        # every observation): on linear regression at N = 1500 a store of 499
+        # gave an evidence 13 nats off, one of 400 300 nats.
+        smallest = max(self.batch_size, self.warmup_size if self.exact_warmup else 0)
+        if self.reservoir_size is not None and self.reservoir_size < smallest:
+            raise ValueError(
+                f"reservoir_size={self.reservoir_size} is below {smallest}, the larger of "
+                "batch_size and the exact warm-up's warmup_size: the mini-batches would "
+                "repeat observations and the warm-up would end early, biasing the evidence. "
+                f"Use reservoir_size >= {smallest}, or None to keep every observation")
 
     def _check_growth(self):
         if self.max_particles is None:
