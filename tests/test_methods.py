@@ -106,6 +106,20 @@ def test_full_data_methods_refit_on_partial_fit(method):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["smc", "sequential", "online-nested"])
+def test_online_methods_give_one_calls_numbers_when_streamed(method):
+    # Chunk boundaries depend only on the stream position (30 is one for all three).
+    X, y = make_linear_regression(60, random_state=0)
+    params = dict(method=method, **PAPER, n_particles=16, n_burnin=2, batch_size=30,
+                  random_state=0)
+    whole = EvidenceLinearRegression(**params).fit(X, y)
+    streamed = EvidenceLinearRegression(**params)
+    streamed.partial_fit(X[:30], y[:30]).partial_fit(X[30:], y[30:])
+    assert streamed.log_evidence_ == whole.log_evidence_
+    np.testing.assert_array_equal(streamed.particles_, whole.particles_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_same_seed_same_numbers():
     X, y = make_linear_regression(60, random_state=0)
     for method in sorted(set(ENGINES) - {"sgais"}):
