@@ -56,13 +56,14 @@ digits    650   128   acc 0.785  diverged .        .           acc 0.909 acc 0.9
 ======== ===== ====== ========== ======== ======== =========== ========= ==========
 
 (paper and synth100 at ``--test-size 0.25``: references -646.26 and
--190.57 +- 0.15; digits3 at 0.3: AIS -39.15 +- 0.03; digits rows give the
-test accuracy, ``LogisticRegression`` 0.961 at 0.3 and 0.967 at 0.25.) The
-particles' covariance fails once M < 2 d (rank deficient: the moves cannot
-leave the particles' span); below that the diagonal, low-rank plus
-diagonal, Ledoit-Wolf and curvature preconditioners are all within about
-0.6 nats up to d = 100, and only the curvature reaches the posterior at
-d = 650: the diagonal keeps the prior-size variance of the softmax's
+-190.57 +- 0.15; digits3 at 0.3: AIS -39.15 +- 0.03; the digits row gives
+the test accuracy: covariance, diagonal and curv-mean at 0.25, where
+``LogisticRegression`` has 0.967, curvature at 0.3, where it has 0.961.)
+The particles' covariance fails once M < 2 d (rank deficient: the moves
+cannot leave the particles' span; -2.96 nats already at d = 195); there
+the diagonal, low-rank plus diagonal, Ledoit-Wolf and both curvatures are
+within 0.65 nats of the reference up to d = 195, and only the curvature
+reaches the posterior at d = 650: the diagonal keeps the prior-size variance of the softmax's
 redundant direction and its steps are far too long across it (every
 particle diverged at the first unadjusted chunk), and at the particles'
 mean the curvature is too small (confident predictions) so that the
