@@ -162,14 +162,14 @@ def baoab(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     noise_scale = math.sqrt((1.0 - keep**2) * step_size)
     half = 0.5 * step_size
     v = math.sqrt(step_size) * _times_factor_t(_gaussian(M, d, generator, theta), chol)
-    g = grad_log_density(theta)
+    Pg = _times_factor(grad_log_density(theta), P)  # kept for the next step's opening kick
     for _ in range(n_steps):
-        v = v + half * _times_factor(g, P)
+        v = v + half * Pg
         theta = theta + 0.5 * v
         v = keep * v + noise_scale * _times_factor_t(_gaussian(M, d, generator, theta), chol)
         theta = theta + 0.5 * v
-        g = grad_log_density(theta)
-        v = v + half * _times_factor(g, P)
+        Pg = _times_factor(grad_log_density(theta), P)
+        v = v + half * Pg
     return theta
 
 
@@ -191,14 +191,16 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     keep = 1.0 - momentum_decay
     refresh = math.sqrt(1.0 - keep**2)
     log_p, g = log_density_and_grad(theta)
+    g = _times_factor(g, chol)  # the gradient in the coordinates L^{-1} theta
     p = _gaussian(M, d, generator, theta)
     n_accepted = torch.zeros((), dtype=theta.dtype, device=theta.device)
     for _ in range(n_steps):
         p = keep * p + refresh * _gaussian(M, d, generator, theta)
-        p_half = p + 0.5 * eps * _times_factor(g, chol)  # the gradient in L^{-1} theta
+        p_half = p + 0.5 * eps * g
         proposal = theta + eps * _times_factor_t(p_half, chol)
         log_p_new, g_new = log_density_and_grad(proposal)
-        p_new = p_half + 0.5 * eps * _times_factor(g_new, chol)
+        g_new = _times_factor(g_new, chol)
+        p_new = p_half + 0.5 * eps * g_new
         log_ratio = log_p_new - log_p - 0.5 * (p_new**2).sum(1) + 0.5 * (p**2).sum(1)
         log_ratio = torch.nan_to_num(log_ratio, nan=-math.inf)
         log_u = torch.log(torch.rand(M, generator=generator, dtype=theta.dtype,

@@ -200,6 +200,18 @@ class Model:
         """
         return None
 
+    def expected_fisher_information(self, theta, weights, batch):
+        """Weighted mean of the batch's Fisher information over particles ``theta [M, d]``, ``[d, d]``.
+
+        ``weights [M]`` are normalised. Optional, like
+        :meth:`fisher_information`; the default evaluates that at the
+        particles' weighted mean. Where the curvature changes across the
+        cloud (a nearly separable classifier) the mean's curvature is too
+        small and steps scaled by it diverge; models that can average
+        cheaply override this.
+        """
+        return self.fisher_information(weights @ theta, batch)
+
     def prior_precision(self, theta):
         """Negative Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``, or ``None``."""
         return None

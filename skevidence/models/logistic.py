@@ -93,8 +93,13 @@ class LogisticRegressionModel(GaussianPriorModel):
         scores = self._scores(theta, X)  # [M, K, B]
         M, B = scores.shape[0], scores.shape[2]
         picked = scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)
-        log_likelihood = (picked - _logsumexp_classes(scores)).sum(1)
-        return log_likelihood, self._grad_from_residuals(-torch.softmax(scores, dim=1), X, y)
+        # One exponential pass gives both the log normaliser and the
+        # probabilities (the elementwise passes cost as much as the product).
+        top = scores.amax(dim=1, keepdim=True)
+        exp = (scores - top).exp_()
+        total = exp.sum(1, keepdim=True)
+        log_likelihood = (picked - (total.log() + top).squeeze(1)).sum(1)
+        return log_likelihood, self._grad_from_residuals(exp.div_(total).neg_(), X, y)
 
     def fisher_information(self, theta, batch):
         """``sum_n kron(diag(p_n) - p_n p_n^T, z_n z_n^T)``, ``z_n = [x_n, 1]``, at ``theta [d]``.
@@ -103,16 +108,32 @@ class LogisticRegressionModel(GaussianPriorModel):
         depend on the labels), in the layout of ``theta``; cost
         ``O(B d^2)`` for a batch of ``B``.
         """
+        p = torch.softmax(self._scores(theta[None], batch[0])[0], dim=0).T  # [B, K]
+        return self._fisher_from_curvatures(torch.diag_embed(p) - p[:, :, None] * p[:, None, :],
+                                            batch[0])
+
+    def expected_fisher_information(self, theta, weights, batch):
+        """The weighted mean of :meth:`fisher_information` over ``theta [M, d]``, ``[d, d]``.
+
+        The Fisher information is linear in the per-datum class curvatures
+        ``diag(p_n) - p_n p_n^T``, so their average over the particles
+        (``O(M B K^2)``) gives the mean at the cost of one evaluation.
+        """
         X = batch[0]
+        p = torch.softmax(self._scores(theta, X), dim=1)  # [M, K, B]
+        wp = p * weights[:, None, None]
+        A = torch.diag_embed(wp.sum(0).T) - torch.einsum("mkb,mlb->bkl", wp, p)  # [B, K, K]
+        return self._fisher_from_curvatures(A, X)
+
+    def _fisher_from_curvatures(self, A, X):
+        """``sum_n kron(A_n, z_n z_n^T)`` in the layout of ``theta``, for ``A [B, K, K]``."""
         K = self.n_classes
-        p = torch.softmax(self._scores(theta[None], X)[0], dim=0).T  # [B, K]
-        A = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]  # [B, K, K]
         Z = torch.cat([X, X.new_ones(X.shape[0], 1)], 1) if self.fit_intercept else X
         q = Z.shape[1]
         # [K K q, B] x [B, q]: every class pair's weighted Gram matrix at once.
         AZ = (A.reshape(-1, K * K, 1) * Z[:, None, :]).reshape(X.shape[0], -1)
         F = (AZ.T @ Z).reshape(K, K, q, q).permute(0, 2, 1, 3).reshape(K * q, K * q)
-        order = self._theta_order(q, theta.device)
+        order = self._theta_order(q, X.device)
         return F[order][:, order]
 
     def _theta_order(self, q, device):
