@@ -757,7 +757,8 @@ def _sghmc_step_size(model, state, config):
     evidence; benchmarks/bench_highdim.py). With the particles' covariance
     (enough particles) the cap is not applied.
     """
-    if state.n_adjusted_moves == 0 or not _uses_curvature(model, state, config):
+    # (The curvature test first: n_adjusted_moves sums over the whole trace.)
+    if not _uses_curvature(model, state, config) or state.n_adjusted_moves == 0:
         return config.learning_rate
     return min(config.learning_rate, state.exact_step_size)
 
