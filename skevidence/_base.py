@@ -284,6 +284,10 @@ class BaseEvidenceEstimator(BaseEstimator):
             **self._engine_defaults,
         )
 
+    def _engine_move(self):
+        """The engine's move (None: its default); a model may add moves of its own."""
+        return None
+
     @property
     def _torch_dtype(self):
         return _resolve_dtype(self.dtype)
@@ -322,7 +326,7 @@ class BaseEvidenceEstimator(BaseEstimator):
                 ckpt = sgais.checkpoint(self._state)
             batch = self._to_batch(X, y)
             sgais.update(self._model, self._state, self._config, batch,
-                         callback=self._progress_printer(X.shape[0]))
+                         move=self._engine_move(), callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
             self._warn_if_untrustworthy()
         except BaseException:
