@@ -34,7 +34,7 @@ def test_birth_proposal_density_is_normalised_and_matches_its_draws():
         assert abs(float(draws.mean()) - grid_mean) < 0.15
 
 
-def _stuck_state(X, model, M=64):
+def _stuck_state(model, M=64):
     """A cloud whose two components both sit on the left cluster."""
     config = sgais.SGAISConfig(n_particles=M, control_variate="particle", precondition="model")
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
@@ -50,7 +50,7 @@ def test_births_put_a_component_on_an_unexplained_cluster():
     rng = np.random.default_rng(0)
     X = torch.as_tensor(np.concatenate([rng.normal(-5, 1, (200, 1)), rng.normal(5, 1, (40, 1))]))
     model = GaussianMixtureModel(1, 2, mean_prior=0.0, variance_scale=1.0)
-    state = _stuck_state(X, model)
+    state = _stuck_state(model)
     births = ComponentBirths(n_rounds=2)
     theta = births.births(model, state, (X,), state.theta)
     _, means, _ = model.unpack(theta)
