@@ -153,10 +153,10 @@ def main():
     print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
           f"threads {args.threads}")
     header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'log Z':>12} "
-              f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7}")
+              f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
     print(header)
     print("-" * len(header))
-    diffs = []
+    diffs, stds = [], []
     for geometry in args.geometries:
         for n in args.n:
             X = make_clusters(n, geometry, args.data_seed)
@@ -169,12 +169,16 @@ def main():
                     ref = reference_log_evidence(X, model_of(est), n_draws=args.draws)
                 diff = est.log_evidence_ - ref["log_evidence"]
                 diffs.append(diff)
+                stds.append(est.log_evidence_std_)
                 print(f"{geometry:>10} {n:>6} {seed:>4} {elapsed:>7.1f} "
                       f"{est.log_evidence_:>12.2f} "
                       f"{ref['log_evidence']:>12.2f} {ref['std_error']:>6.3f} {ref['ess']:>5.2f} "
-                      f"{diff:>7.2f}", flush=True)
-    diffs = np.abs(diffs)
-    print(f"|diff| over {len(diffs)} runs: median {np.median(diffs):.2f}, worst {diffs.max():.2f}")
+                      f"{diff:>7.2f} {est.log_evidence_std_:>6.2f}", flush=True)
+    diffs, stds = np.abs(diffs), np.array(stds)
+    print(f"|diff| over {len(diffs)} runs: median {np.median(diffs):.2f}, worst {diffs.max():.2f}; "
+          f"within 1 / 2 log_evidence_std_: {np.mean(diffs <= stds):.2f} / "
+          f"{np.mean(diffs <= 2 * stds):.2f}, mean std / RMS error "
+          f"{stds.mean() / np.sqrt(np.mean(diffs**2)):.2f}")
 
 
 if __name__ == "__main__":
