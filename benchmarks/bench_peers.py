@@ -1,0 +1,361 @@
+"""skevidence side by side with other evidence samplers, on the paper's three models.
+
+Every sampler sees the same data and model and runs on one thread; each
+peer is optional (``pip install skevidence[benchmark]``) and runs in a
+child process under a wall-clock cap (``--time-cap``), so one that is not
+installed, fails or runs too long is reported with a note and the table
+goes on. Peers and their settings (their defaults unless said):
+
+* ``pymc``: PyMC ``sample_smc`` (2000 draws, IMH kernel), one chain;
+* ``dynesty``: static nested sampling, 500 live points, ``dlogz=0.1``
+  (the settings of the references in bench_logistic.py and bench_gmm.py);
+* ``ultranest``: ``ReactiveNestedSampler`` with its defaults;
+* ``nautilus``: ``nautilus.Sampler`` with its defaults;
+* ``pocomc``: ``pocomc.Sampler`` with its defaults, on the unit cube
+  (the prior transform is part of its likelihood).
+
+Models and references (the error column is against these, not against a
+peer; dynesty is biased high on the 44-parameter logistic model):
+
+* ``linear``: ``make_linear_regression(N, random_state=0)`` with the paper's
+  known unit noise and N(0, 1) priors; the exact evidence in closed form;
+* ``logistic``: ``make_logistic_regression(N, random_state=1)``, 44
+  parameters; importance sampling from a Laplace-fitted multivariate t
+  (bench_logistic.py; its values at N = 1e3 and 1e4 are stored below);
+* ``gmm``: ``make_gaussian_mixture(N, random_state=1)`` with the paper's
+  priors; importance sampling over the relabellings of the posterior mode
+  (bench_gmm_reference.py; its ESS is printed, a low one means the
+  reference is itself unreliable).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models linear --sizes 1e3 1e4 1e5
+    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models logistic --peers pymc
+    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --time-cap 600 --peers pymc dynesty
+
+Columns: model, N, sampler, wall and CPU seconds (of the process and,
+for the peers, of the compiler runs it started: PyMC compiles its model
+to C; the CPU time is the fair number on a machine shared with other
+jobs, the load average is printed), log Z, its error against the reference, likelihood evaluations
+where the sampler reports them (one evaluation = the full data at one
+parameter vector), and CPU time relative to skevidence's in the same run.
+"""
+
+import argparse
+import math
+import multiprocessing
+import os
+import resource
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression  # noqa: E402
+from skevidence.datasets import (  # noqa: E402
+    make_gaussian_mixture,
+    make_linear_regression,
+    make_logistic_regression,
+)
+
+LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
+GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
+# Importance-sampling references of make_logistic_regression(N, random_state=1)
+# (bench_logistic.importance_sampling, standard error about 0.01 nats).
+LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
+PEERS = ("pymc", "dynesty", "ultranest", "nautilus", "pocomc")
+
+
+# -- the three problems: data, reference, numpy likelihood and prior transform --------------
+
+
+class Linear:
+    name = "linear"
+
+    def __init__(self, n):
+        self.X, self.y = make_linear_regression(n, random_state=0)
+        self.Phi = np.hstack([self.X, np.ones((n, 1))])
+        self.d = self.Phi.shape[1]
+
+    def skevidence(self, seed):
+        return EvidenceLinearRegression(random_state=seed, **LINEAR_PAPER).fit(self.X, self.y)
+
+    def reference(self):
+        est = EvidenceLinearRegression(**LINEAR_PAPER)
+        return est.exact_log_evidence(self.X, self.y), "exact"
+
+    def loglike(self, theta):
+        r = self.y - self.Phi @ theta
+        return -0.5 * len(self.y) * math.log(2 * math.pi) - 0.5 * float(r @ r)
+
+    def prior_transform(self, u):
+        from scipy.special import ndtri
+        return ndtri(u)
+
+    def pymc_model(self):
+        import pymc as pm
+        with pm.Model() as model:
+            beta = pm.Normal("beta", 0.0, 1.0, shape=self.d)
+            pm.Normal("y", mu=pm.math.dot(self.Phi, beta), sigma=1.0, observed=self.y)
+        return model
+
+
+class Logistic:
+    name = "logistic"
+
+    def __init__(self, n):
+        self.X, self.y = make_logistic_regression(n, random_state=1)
+        self.K, self.p = int(self.y.max()) + 1, self.X.shape[1]
+        self.d = self.K * (self.p + 1)
+        self.X1T = np.ascontiguousarray(np.hstack([self.X, np.ones((n, 1))]).T)
+        onehot = np.zeros((n, self.K))
+        onehot[np.arange(n), self.y] = 1.0
+        self.S = onehot.T @ self.X1T.T  # the likelihood's linear term, per class
+
+    def skevidence(self, seed):
+        return EvidenceLogisticRegression(random_state=seed).fit(self.X, self.y)
+
+    def reference(self):
+        n = len(self.y)
+        if n in LOGISTIC_IS:
+            return LOGISTIC_IS[n], "IS (stored)"
+        from bench_logistic import importance_sampling
+        est = importance_sampling(self.X, self.y, self.K, n_samples=max(4000, int(2e8 // n)))
+        return est[0], f"IS +-{est[1]:.2f}"
+
+    def loglike(self, theta):
+        T = np.hstack([theta[: self.K * self.p].reshape(self.K, self.p),
+                       theta[self.K * self.p :, None]])
+        logits = T @ self.X1T
+        top = logits.max(0)
+        return float(np.sum(T * self.S) - (np.log(np.exp(logits - top).sum(0)) + top).sum())
+
+    def prior_transform(self, u):
+        from scipy.special import ndtri
+        return ndtri(u)
+
+    def pymc_model(self):
+        import pymc as pm
+        with pm.Model() as model:
+            W = pm.Normal("W", 0.0, 1.0, shape=(self.K, self.p))
+            b = pm.Normal("b", 0.0, 1.0, shape=self.K)
+            pm.Categorical("y", logit_p=pm.math.dot(self.X, W.T) + b, observed=self.y)
+        return model
+
+
+class Mixture:
+    name = "gmm"
+    k = 5
+
+    def __init__(self, n):
+        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1)
+        self.D = self.X.shape[1]
+        self.d = (self.k - 1) + 2 * self.k * self.D
+
+    def skevidence(self, seed):
+        return EvidenceGMM(random_state=seed, **GMM_PAPER).fit(self.X)
+
+    def reference(self):
+        from bench_gmm_reference import reference_log_evidence
+
+        from skevidence.models import GaussianMixtureModel
+        ref = reference_log_evidence(self.X, GaussianMixtureModel(self.D, self.k, **GMM_PAPER))
+        return ref["log_evidence"], f"IS ESS {ref['ess']:.1%}"
+
+    def prior_transform(self, u):
+        # Dirichlet(1) weights by stick breaking, InvGamma(1, 1) variances,
+        # means N(0, 4 variance): the paper's priors (as bench_gmm.run_dynesty).
+        from scipy.special import gammainccinv, ndtri
+        k, D = self.k, self.D
+        v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
+        stick = np.cumprod(1.0 - v)
+        pi = np.append(v * np.concatenate([[1.0], stick[:-1]]), stick[-1])
+        s2 = 1.0 / gammainccinv(1.0, u[k - 1 : k - 1 + k * D])
+        mu = np.sqrt(4.0 * s2) * ndtri(u[k - 1 + k * D :])
+        return np.concatenate([pi[:-1], mu, s2])
+
+    def loglike(self, theta):
+        from scipy.special import logsumexp
+        k, D = self.k, self.D
+        pi = np.append(theta[: k - 1], max(1.0 - theta[: k - 1].sum(), 1e-300))
+        mu = theta[k - 1 : k - 1 + k * D].reshape(k, D)
+        s2 = theta[k - 1 + k * D :].reshape(k, D)
+        lp = -0.5 * (((self.X[:, None, :] - mu) ** 2) / s2 + np.log(2 * np.pi * s2)).sum(-1)
+        return float(logsumexp(lp + np.log(pi), axis=1).sum())
+
+    def pymc_model(self):
+        import pymc as pm
+        import pytensor.tensor as pt
+        with pm.Model() as model:
+            w = pm.Dirichlet("w", np.ones(self.k))
+            s2 = pm.InverseGamma("s2", alpha=1.0, beta=1.0, shape=(self.k, self.D))
+            mu = pm.Normal("mu", 0.0, pt.sqrt(4.0 * s2), shape=(self.k, self.D))
+            X = self.X[:, None, :]
+            lp = -0.5 * (((X - mu[None]) ** 2) / s2[None] + pt.log(2 * np.pi * s2[None])).sum(-1)
+            pm.Potential("loglik", pm.math.logsumexp(lp + pt.log(w)[None], axis=1).sum())
+        return model
+
+
+PROBLEMS = {"linear": Linear, "logistic": Logistic, "gmm": Mixture}
+
+
+# -- the peers: each returns (log Z, likelihood evaluations or None) ------------------------
+
+
+def run_pymc(problem, seed):
+    import logging
+
+    import pymc as pm
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    with problem.pymc_model():
+        idata = pm.sample_smc(chains=1, cores=1, random_seed=seed, progressbar=False,
+                              compute_convergence_checks=False)
+    values = np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)).ravel()
+                             for v in np.asarray(idata.sample_stats["log_marginal_likelihood"]
+                                                 .values, dtype=object).ravel()])
+    return float(values[np.isfinite(values)][-1]), None
+
+
+def run_dynesty(problem, seed):
+    import dynesty
+    sampler = dynesty.NestedSampler(problem.loglike, problem.prior_transform, problem.d,
+                                    nlive=500, rstate=np.random.default_rng(seed))
+    sampler.run_nested(dlogz=0.1, print_progress=False)
+    res = sampler.results
+    return float(res.logz[-1]), int(np.sum(res.ncall))
+
+
+def run_ultranest(problem, seed):
+    import logging
+
+    import ultranest
+    logging.getLogger("ultranest").setLevel(logging.ERROR)
+    np.random.seed(seed)
+    names = [f"t{i}" for i in range(problem.d)]
+    sampler = ultranest.ReactiveNestedSampler(names, problem.loglike, problem.prior_transform)
+    result = sampler.run(show_status=False, viz_callback=False)
+    return float(result["logz"]), int(result["ncall"])
+
+
+def run_nautilus(problem, seed):
+    import nautilus
+    sampler = nautilus.Sampler(problem.prior_transform, problem.loglike, n_dim=problem.d,
+                               seed=seed)
+    sampler.run(verbose=False)
+    return float(sampler.log_z), int(sampler.n_like)
+
+
+def run_pocomc(problem, seed):
+    import pocomc
+    from scipy.stats import uniform
+
+    def loglike(u):
+        return problem.loglike(problem.prior_transform(u))
+
+    prior = pocomc.Prior([uniform(0.0, 1.0)] * problem.d)
+    sampler = pocomc.Sampler(prior, loglike, n_dim=problem.d, random_state=seed)
+    sampler.run(progress=False)
+    logz, _ = sampler.evidence()
+    calls = getattr(sampler, "calls", None)
+    return float(logz), (int(calls) if calls is not None else None)
+
+
+RUNNERS = {"pymc": run_pymc, "dynesty": run_dynesty, "ultranest": run_ultranest,
+           "nautilus": run_nautilus, "pocomc": run_pocomc}
+MODULES = {"pymc": "pymc", "dynesty": "dynesty", "ultranest": "ultranest",
+           "nautilus": "nautilus", "pocomc": "pocomc"}
+
+
+def _cpu_seconds():
+    """CPU time of this process and its finished children (PyMC's C compiler runs)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _child(runner, problem, seed, queue):
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    devnull = os.open(os.devnull, os.O_WRONLY)  # the peers' own progress output
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        wall, cpu = time.perf_counter(), _cpu_seconds()
+        logz, n_like = runner(problem, seed)
+        queue.put(("ok", logz, n_like, time.perf_counter() - wall, _cpu_seconds() - cpu))
+    except BaseException:
+        queue.put(("error", traceback.format_exc().strip().splitlines()[-1]))
+
+
+def run_capped(runner, problem, seed, cap):
+    """``runner`` in a forked child, killed after ``cap`` wall seconds."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(runner, problem, seed, queue))
+    proc.start()
+    try:
+        result = queue.get(timeout=cap)
+    except Exception:  # queue.Empty: over the cap
+        result = ("cap", f"over the time cap of {cap:.0f} s wall")
+    if proc.is_alive():
+        proc.terminate()
+    proc.join()
+    return result
+
+
+def importable(name):
+    try:
+        __import__(MODULES[name])
+        return True
+    except Exception:
+        return False
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
+    parser.add_argument("--sizes", nargs="+", type=float, default=None,
+                        help="default: 1e3 1e4 (and 1e5 for linear)")
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-cap", type=float, default=600.0,
+                        help="wall seconds per peer run (default 600)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    available = [p for p in args.peers if importable(p)]
+    for p in args.peers:
+        if p not in available:
+            print(f"note: {p} is not importable (pip install skevidence[benchmark]); skipped")
+    print(f"load average at start {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)", flush=True)
+    print(f"{'model':>8} {'N':>7} {'sampler':>10} {'wall s':>7} {'CPU s':>7} {'log Z':>12} "
+          f"{'error':>7} {'lik. evals':>10} {'CPU / sk':>8}", flush=True)
+    for name in args.models:
+        sizes = args.sizes or ([1e3, 1e4, 1e5] if name == "linear" else [1e3, 1e4])
+        for n in map(int, sizes):
+            problem = PROBLEMS[name](n)
+            ref, ref_note = problem.reference()
+            wall, cpu = time.perf_counter(), time.process_time()
+            est = problem.skevidence(args.seed)
+            sk_wall, sk_cpu = time.perf_counter() - wall, time.process_time() - cpu
+            print(f"{name:>8} {n:>7} {'reference':>10} {'':>15} {ref:>12.2f} ({ref_note})",
+                  flush=True)
+            print(f"{name:>8} {n:>7} {'skevidence':>10} {sk_wall:>7.1f} {sk_cpu:>7.1f} "
+                  f"{est.log_evidence_:>12.2f} {est.log_evidence_ - ref:>+7.2f} "
+                  f"{'-':>10} {1.0:>8.2f}", flush=True)
+            for peer in available:
+                result = run_capped(RUNNERS[peer], problem, args.seed, args.time_cap)
+                if result[0] != "ok":
+                    print(f"{name:>8} {n:>7} {peer:>10}  skipped: {result[1]}", flush=True)
+                    continue
+                _, logz, n_like, wall, cpu = result
+                evals = f"{n_like:>10d}" if n_like is not None else f"{'-':>10}"
+                print(f"{name:>8} {n:>7} {peer:>10} {wall:>7.1f} {cpu:>7.1f} {logz:>12.2f} "
+                      f"{logz - ref:>+7.2f} {evals} "
+                      f"{cpu / sk_cpu:>8.2f}", flush=True)
+    print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
