@@ -1,0 +1,270 @@
+"""Paper section 7.1: log Z / N and run time against N, every method on the three models.
+
+Cameron, Eggers & Kroon (2019), Entropy 21(11), Figures 2-4: linear
+regression (6 parameters, exact evidence), logistic regression (44
+parameters) and a Gaussian mixture (5 components in 2-D, 24 free
+parameters), with the paper's models and priors, data seed 1, sampler
+seed 0. Every ``method=`` the installed estimators accept is a row:
+online methods (SGAIS, SMC, the sequential estimators) stream the largest
+N once through ``partial_fit`` and are read off at every grid point (the
+time at N is the time of a fit of the first N observations); full-data
+AIS and NS are refitted at every N. A method is not run at larger N once
+one run took more than ``--max-seconds`` (the paper's 4000 s rule).
+
+References: linear, the closed form; logistic, importance sampling from
+a Student t at the posterior mode (``bench_logistic.importance_sampling``,
+its standard error in the table); mixture, the dynesty runs at N = 1e3 and
+1e4 quoted in ``bench_gmm.py`` (only there). ``--dynesty MODEL ...`` adds
+dynesty's nested sampling (``pip install dynesty``; the settings of
+``bench_*.py``: 500 live points) as one more row per N, an NS timing
+independent of ours.
+
+    python benchmarks/paper/evidence_vs_n.py --quick --dynesty linear   # docs/paper
+    python benchmarks/paper/evidence_vs_n.py             # larger grids
+    python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
+
+Writes docs/paper/evidence_vs_n.{png,csv,md} and prints the table.
+"""
+
+import argparse
+import math
+import time
+
+import numpy as np
+from sklearn.base import is_classifier
+
+import _common as C
+
+GRIDS = {
+    "quick": {"linear": [1000, 3000, 10_000, 30_000, 100_000],
+              "logistic": [1000, 3000, 10_000], "gmm": [1000, 3000, 10_000]},
+    "full": {"linear": [1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000],
+             "logistic": [1000, 2000, 5000, 10_000, 20_000],
+             "gmm": [1000, 2000, 5000, 10_000, 20_000]},
+}
+COLUMNS = ["model", "method", "N", "log Z", "log Z / N", "reference", "ref. source", "error",
+           "relative error", "log_evidence_std_", "time s", "status"]
+FORMATS = {"log Z": ".2f", "log Z / N": ".5f", "reference": ".2f", "error": "+.2f",
+           "relative error": ".1e", "log_evidence_std_": ".2f", "time s": ".1f"}
+
+
+def references(model, sizes, quick):
+    """``{N: (value, standard error, source)}`` where a reference exists."""
+    cls, params, data = C.MODELS[model]
+    out = {}
+    for n in sizes:
+        X, y = data(n)
+        if model == "linear":
+            out[n] = (cls(**params).exact_log_evidence(X, y), 0.0, "exact")
+        elif model == "logistic":
+            from bench_logistic import importance_sampling
+
+            # Fewer proposal draws in quick mode; the standard error says how good.
+            draws = max(4000, int((2e7 if quick else 2e8) // n))
+            value, se, _, _ = importance_sampling(X, y, len(np.unique(y)), n_samples=draws)
+            out[n] = (value, se, "importance sampling")
+        else:
+            from bench_gmm import REFERENCE
+
+            if n in REFERENCE:
+                out[n] = (*REFERENCE[n], "dynesty (bench_gmm.py)")
+    return out
+
+
+def run_online(cls, method, params, data, sizes, max_seconds, seed):
+    """Stream the largest N through ``partial_fit``; ``{N: (est, seconds)}`` and the trace."""
+    X, y = data(sizes[-1])
+    est = C.make_estimator(cls, method, params, random_state=seed)
+    # A classifier's first partial_fit must know every class.
+    kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
+    results, total, start = {}, 0.0, 0
+    for n in sizes:
+        seconds, _ = C.partial_fit_timed(est, X[start:n], None if y is None else y[start:n],
+                                         **kwargs)
+        total += seconds
+        start = n
+        results[n] = (est.log_evidence_, C.std_of(est), total, "")
+        if total > max_seconds:
+            break
+    trace = est.evidence_trace_
+    return results, (trace["n_seen"], trace["log_evidence"])
+
+
+def run_refits(cls, method, params, data, sizes, max_seconds, seed):
+    """Fit from scratch at every N until one fit took longer than ``max_seconds``."""
+    results = {}
+    for n in sizes:
+        X, y = data(n)
+        est = C.make_estimator(cls, method, params, random_state=seed)
+        seconds, _ = C.fit_timed(est, X, y)
+        results[n] = (est.log_evidence_, C.std_of(est), seconds, "")
+        if seconds > max_seconds:
+            break
+    return results, None
+
+
+def run_dynesty(model, data, sizes, max_seconds, seed):
+    """dynesty's static nested sampling (500 live points), the bench_*.py settings, per N."""
+    results = {}
+    for n in sizes:
+        X, y = data(n)
+        t = time.perf_counter()
+        if model == "linear":
+            from bench_linreg import run_dynesty as ns
+
+            log_z, err, _ = ns(X, y, seed=seed)
+        elif model == "logistic":
+            from bench_logistic import run_dynesty as ns
+
+            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=seed)
+        else:
+            from bench_gmm import run_dynesty as ns
+
+            log_z, err = ns(X, seed), math.nan
+        seconds = time.perf_counter() - t
+        results[n] = (log_z, err, seconds, "")
+        if seconds > max_seconds:
+            break
+    return results, None
+
+
+def run_model(model, sizes, args, refs):
+    cls, params, data = C.MODELS[model]
+    rows, curves = [], {}
+    methods = list(C.METHODS) + (["dynesty"] if model in args.dynesty else [])
+    for method in methods:
+        status = "available" if method == "dynesty" else C.method_status(cls, method)
+        if status != "available":
+            rows.append({"model": model, "method": method, "status": status})
+            continue
+        try:
+            if method == "dynesty":
+                results, trace = run_dynesty(model, data, sizes, args.max_seconds, args.seed)
+            else:
+                runner = run_online if method in C.ONLINE_METHODS else run_refits
+                results, trace = runner(cls, method, params, data, sizes, args.max_seconds,
+                                        args.seed)
+        except Exception as exc:  # one failing method must not lose the others' rows
+            rows.append({"model": model, "method": method,
+                         "status": f"failed: {type(exc).__name__}: {str(exc)[:80]}"})
+            continue
+        curves[method] = (results, trace)
+        for n in sizes:
+            row = {"model": model, "method": method, "N": n}
+            if n not in results:
+                row["status"] = f"not run (> {args.max_seconds:g} s at a smaller N)"
+                rows.append(row)
+                continue
+            log_z, std, seconds, _ = results[n]
+            row.update({"log Z": log_z, "log Z / N": log_z / n, "log_evidence_std_": std,
+                        "time s": seconds, "status": "ok"})
+            if n in refs:
+                ref, _, source = refs[n]
+                row.update({"reference": ref, "ref. source": source, "error": log_z - ref,
+                            "relative error": abs(log_z - ref) / abs(ref)})
+            rows.append(row)
+    return rows, curves
+
+
+def plot(all_curves, all_refs, models):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(models), 3, figsize=(13, 3.3 * len(models)), squeeze=False)
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = dict(zip(C.METHODS + ("dynesty",), cycle))
+    for (ax_z, ax_err, ax_t), model in zip(axes, models):
+        refs, curves = all_refs[model], all_curves[model]
+        for method, (results, trace) in curves.items():
+            ns = np.array(sorted(results))
+            log_z = np.array([results[n][0] for n in ns])
+            seconds = np.array([results[n][2] for n in ns])
+            c = colours[method]
+            if trace is not None:  # an online run: its estimate after every chunk
+                ax_z.plot(trace[0], trace[1] / trace[0], color=c, lw=1, label=method)
+                ax_z.plot(ns, log_z / ns, "o", color=c, ms=4)
+            else:
+                ax_z.plot(ns, log_z / ns, "s--", color=c, ms=5, label=method)
+            with_ref = [i for i, n in enumerate(ns) if n in refs]
+            if with_ref:
+                err = log_z[with_ref] - np.array([refs[n][0] for n in ns[with_ref]])
+                ax_err.plot(ns[with_ref], err, "o-" if trace is not None else "s--", color=c,
+                            label=method)
+            ax_t.plot(ns, seconds, "o-" if trace is not None else "s--", color=c, label=method)
+        if refs:
+            rn = np.array(sorted(refs))
+            rv = np.array([refs[n][0] for n in rn])
+            ax_z.plot(rn, rv / rn, "kx", ms=7, label=refs[rn[0]][2].split(" (")[0])
+            se = np.array([refs[n][1] for n in rn])
+            ax_err.fill_between(rn, -2 * se, 2 * se, color="0.8", label="reference +- 2 s.e.")
+        ax_err.axhline(0.0, color="k", lw=0.8)
+        ax_z.set(xscale="log", xlabel="N", ylabel="log Z / N", title=f"{model}: log Z / N")
+        ax_err.set(xscale="log", xlabel="N", ylabel="log Z - reference (nats)",
+                   title=f"{model}: error")
+        ax_t.set(xscale="log", yscale="log", xlabel="N", ylabel="seconds",
+                 title=f"{model}: run time (fit of the first N)")
+        for ax in (ax_z, ax_err, ax_t):
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+    fig.suptitle("Cameron, Eggers & Kroon (2019) section 7.1 on this machine "
+                 "(one thread, shared CPU)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def speedups(rows):
+    """Lines saying how many times slower each method was than SGAIS at the largest common N."""
+    lines = []
+    by = {}
+    for r in rows:
+        if r.get("status") == "ok":
+            by.setdefault((r["model"], r["method"]), {})[r["N"]] = r["time s"]
+    for (model, method), times in sorted(by.items()):
+        sg = by.get((model, "sgais"), {})
+        common = sorted(set(times) & set(sg))
+        if method == "sgais" or not common:
+            continue
+        n = common[-1]
+        lines.append(f"{model}: {method} took {times[n] / sg[n]:.1f}x the time of sgais at "
+                     f"N = {n} ({times[n]:.1f} s against {sg[n]:.1f} s)")
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
+    parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
+    parser.add_argument("--sizes", nargs="+", type=float, default=None,
+                        help="one grid for every model (multiples of 500)")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="no larger N for a method after a run this long "
+                             "(default 120 with --quick, 1200 otherwise)")
+    parser.add_argument("--dynesty", nargs="*", choices=list(C.MODELS), default=[],
+                        help="also run dynesty (external nested sampling, 500 live points) "
+                             "on these models; slow beyond the linear model")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed")
+    args = parser.parse_args()
+    if args.max_seconds is None:
+        args.max_seconds = 120.0 if args.quick else 1200.0
+    C.single_thread()
+    grid = GRIDS["quick" if args.quick else "full"]
+    rows, all_curves, all_refs = [], {}, {}
+    t0 = time.perf_counter()
+    for model in args.models:
+        sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
+        all_refs[model] = references(model, sizes, args.quick)
+        model_rows, all_curves[model] = run_model(model, sizes, args, all_refs[model])
+        rows += model_rows
+        print(f"[{model} done after {time.perf_counter() - t0:.0f} s]", flush=True)
+    C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
+    notes = speedups(rows)
+    print("\n".join(notes))
+    (C.OUTDIR / "evidence_vs_n_speedups.txt").write_text(
+        "\n".join(notes + [f"command: {C.command_line()}"]) + "\n")
+    C.save_figure(plot(all_curves, all_refs, args.models), "evidence_vs_n")
+
+
+if __name__ == "__main__":
+    main()
