@@ -15,11 +15,11 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import diagnostics, sgais
+from .inference import ais, diagnostics, nested, sgais, smc
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC",
            "normalize_proba"]
@@ -34,6 +34,15 @@ ESS_COLLAPSE = 0.05
 MAX_ANNEALING_STEPS = 200
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+# The evidence estimators behind ``method=``: modules of skevidence/inference
+# with the same init / update / checkpoint / rollback as sgais.
+ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested}
+# Methods that rerun from the prior on all data seen at every call.
+FULL_DATA_METHODS = {"ais", "nested"}
+# Methods whose chunks after the first start from the posterior so far, so
+# that many annealing steps in one of them signal a problem.
+_ONLINE_ANNEALING = {"sgais", "smc"}
 
 # Below this many particles the evidence is unreliable: on linear regression
 # at N = 2000 (6 parameters, 3-5 seeds; benchmarks/bench_n_particles.py) 1, 2
@@ -216,7 +225,28 @@ SHARED_PARAMS_DOC = """\
         of the current call, advanced at every annealing step and showing
         the temperature ``lam`` reached in the current chunk, the
         observations seen and the log evidence; its count and elapsed time
-        continue across ``partial_fit`` calls. ``0`` prints nothing."""
+        continue across ``partial_fit`` calls. ``0`` prints nothing.
+    method : {{"sgais", "ais", "smc"}}, default="sgais"
+        The evidence estimator (the baselines of Cameron (2020), on the same
+        model, data and attributes; their modules are in
+        ``skevidence/inference/``):
+
+        * ``"sgais"``: stochastic gradient annealed importance sampling,
+          online, at a cost per chunk that does not grow with the data seen;
+        * ``"ais"``: full-data annealed importance sampling (thesis Alg. 6)
+          from the prior, with Metropolis-adjusted HMC moves and the same
+          adaptive schedule (``target_ess``, ``resample_threshold``,
+          ``n_burnin``). Not online: ``partial_fit`` keeps every
+          observation and reruns from the prior on all data seen (with a
+          warning the first time);
+        * ``"smc"``: sequential importance resampling over the data in
+          chunks of ``batch_size`` (IBIS, thesis Alg. 7), tempered within a
+          chunk as SGAIS is, with adjusted moves on all data seen: online,
+          but its cost grows quadratically with the data.
+
+        Every method but ``"sgais"`` keeps all observations
+        (``reservoir_size`` must be None) and ignores ``learning_rate`` (its
+        adjusted moves adapt their own step size)."""
 
 
 # A positive finite real, and a finite real (NaN and infinities rejected).
@@ -252,14 +282,41 @@ class BaseEvidenceEstimator(BaseEstimator):
         "dtype": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "method": [StrOptions(set(ENGINES))],
     }
 
     def _check_params(self):
         """Validate the settings: the declared constraints, then what they cannot say."""
         self._validate_params()
+        self._check_method()
         self._check_n_particles()
         _resolve_dtype(self.dtype)
         _check_device(self.device)
+
+    def _check_method(self):
+        """``ValueError`` for a ``method`` that cannot run with the other settings."""
+        if self.method != "sgais" and self.reservoir_size is not None:
+            raise ValueError(f"method={self.method!r} uses every observation seen; "
+                             "reservoir_size must be None (only 'sgais' can bound its memory)")
+
+    def _check_continued_method(self):
+        """``ValueError`` when ``partial_fit`` would continue a fit of another method."""
+        fitted = self.__dict__.get("_method_fitted", "sgais")
+        if fitted != self.method:
+            raise ValueError(f"partial_fit cannot continue a method={fitted!r} fit with "
+                             f"method={self.method!r}; call fit to start over")
+
+    @property
+    def _engine(self):
+        return ENGINES[self.method]
+
+    def _warn_full_data_refit(self):
+        """Say once per estimator that a full-data method refits on partial_fit."""
+        if self.method in FULL_DATA_METHODS and not self.__dict__.get("_refit_warned"):
+            warnings.warn(f"method={self.method!r} is not online: partial_fit keeps every "
+                          "observation and reruns it from the prior on all data seen",
+                          UserWarning, stacklevel=5)
+            self._refit_warned = True
 
     def _check_n_particles(self):
         m = self.n_particles
@@ -310,24 +367,29 @@ class BaseEvidenceEstimator(BaseEstimator):
         ckpt = None
         try:
             self._check_params()
+            if not reset:
+                self._check_continued_method()
             X, y = self._validate_training_data(X, y, reset=reset, **kwargs)
             self._check_data_magnitude(X, y)
+            engine = self._engine
             if reset:
                 self._config = self._engine_config()
                 self.__dict__.pop("_gap_checked", None)  # a new run: check it afresh
                 self._model = self._make_model(X, y)
-                self._state = sgais.init(self._model, self._config, self._make_generator(),
-                                         dtype=self._torch_dtype, device=self.device)
+                self._state = engine.init(self._model, self._config, self._make_generator(),
+                                          dtype=self._torch_dtype, device=self.device)
+                self._method_fitted = self.method
             else:
-                ckpt = sgais.checkpoint(self._state)
+                self._warn_full_data_refit()
+                ckpt = engine.checkpoint(self._state)
             batch = self._to_batch(X, y)
-            sgais.update(self._model, self._state, self._config, batch,
-                         callback=self._progress_printer(X.shape[0]))
+            engine.update(self._model, self._state, self._config, batch,
+                          callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
             self._warn_if_untrustworthy()
         except BaseException:
             if ckpt is not None:
-                sgais.rollback(self._state, ckpt)
+                engine.rollback(self._state, ckpt)
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
@@ -451,7 +513,8 @@ class BaseEvidenceEstimator(BaseEstimator):
         if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
             reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
                            "particles (increase n_particles)")
-        if steps.shape[0] > 1 and steps[1:].max() > MAX_ANNEALING_STEPS:
+        if (self.method in _ONLINE_ANNEALING and steps.shape[0] > 1
+                and steps[1:].max() > MAX_ANNEALING_STEPS):
             reasons.append(f"a chunk needed {int(steps[1:].max())} annealing steps (the moves "
                            "do not keep the particles at the posterior; reduce learning_rate "
                            "or increase n_burnin)")

@@ -198,6 +198,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         dtype="float64",
         random_state=None,
         verbose=0,
+        method="sgais",
     ):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
@@ -216,6 +217,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+        self.method = method
 
     def _data_priors(self, y):
         """``(intercept_prior_mean, noise_prior_scale)`` set from the first chunk of ``y``."""
@@ -478,6 +480,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         dtype="float64",
         random_state=None,
         verbose=0,
+        method="sgais",
     ):
         self.fit_intercept = fit_intercept
         self.prior_std = prior_std
@@ -493,6 +496,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+        self.method = method
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,

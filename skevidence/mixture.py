@@ -172,6 +172,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         dtype="float64",
         random_state=None,
         verbose=0,
+        method="sgais",
     ):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
@@ -191,6 +192,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+        self.method = method
 
     # -- validation and the model ----------------------------------------------------
 

@@ -1,0 +1,122 @@
+"""The baseline evidence estimators behind ``method=``: accuracy against the
+closed form, agreement on a logistic model, and the API around them."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
+from skevidence._base import ENGINES
+from skevidence.datasets import make_linear_regression, make_logistic_regression
+
+METHODS = ["sgais", "ais", "smc", "nested"]
+# How far each method may err against the closed form: max(floor, 3 std)
+# (the issue's bar; the sequential estimator trades a bias for variance).
+FLOOR = {"sequential": 3.0}
+
+# The paper's linear model (known noise, unit prior); 300 observations in
+# chunks of 100, so that the online methods take several chunks.
+PAPER = dict(noise_std=1.0, prior_std=1.0, intercept_prior_mean=0.0)
+SMALL = dict(n_particles=64, batch_size=100, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def linear_small():
+    return make_linear_regression(300, random_state=3)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_matches_the_closed_form(method, linear_small):
+    X, y = linear_small
+    est = EvidenceLinearRegression(method=method, **PAPER, **SMALL).fit(X, y)
+    exact = est.exact_log_evidence(X, y)
+    std = est.log_evidence_std_
+    # Over seeds 0-5 the errors of every method stayed within 2 of its std
+    # (nested: std about 0.5 at 64 live points, errors 0.05-0.6).
+    assert 0.0 < std < 5.0
+    assert abs(est.log_evidence_ - exact) <= max(FLOOR.get(method, 1.0), 3.0 * std)
+    assert est.evidence_trace_["n_seen"][-1] == 300
+    assert est.particles_.shape == (64, 6)
+    assert est.score(X, y) > 0.5  # prediction works from the particles
+
+
+@pytest.fixture(scope="module")
+def logistic_fits():
+    X, y = make_logistic_regression(200, n_features=2, n_classes=2, random_state=1)
+    fits = {}
+    for method in METHODS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fits[method] = EvidenceLogisticRegression(method=method, **SMALL).fit(X, y)
+    return fits, X, y
+
+
+def test_methods_agree_on_a_logistic_model(logistic_fits):
+    fits, X, y = logistic_fits
+    for a in METHODS:
+        for b in METHODS:
+            ea, eb = fits[a], fits[b]
+            combined = np.hypot(ea.log_evidence_std_, eb.log_evidence_std_)
+            assert abs(ea.log_evidence_ - eb.log_evidence_) <= max(1.0, 3.0 * combined), (a, b)
+    for est in fits.values():
+        assert est.score(X, y) > 0.7
+
+
+def test_unknown_method_and_bounded_store_are_rejected():
+    X, y = make_linear_regression(50, random_state=0)
+    with pytest.raises(ValueError, match="method"):
+        EvidenceLinearRegression(method="mcmc").fit(X, y)
+    for method in set(ENGINES) - {"sgais"}:
+        with pytest.raises(ValueError, match="reservoir_size"):
+            EvidenceLinearRegression(method=method, reservoir_size=20).fit(X, y)
+
+
+def test_partial_fit_cannot_switch_method_and_loses_nothing():
+    X, y = make_linear_regression(100, random_state=0)
+    est = EvidenceLinearRegression(method="smc", n_particles=16, n_burnin=2, batch_size=50,
+                                   random_state=0).partial_fit(X[:50], y[:50])
+    before = (est.log_evidence_, est.particles_.copy(), est._state.n_seen)
+    est.set_params(method="ais")
+    with pytest.raises(ValueError, match="partial_fit cannot continue"):
+        est.partial_fit(X[50:], y[50:])
+    assert (est.log_evidence_, est._state.n_seen) == (before[0], before[2])
+    np.testing.assert_array_equal(est.particles_, before[1])
+
+
+@pytest.mark.parametrize("method", ["ais", "nested"])
+def test_full_data_methods_refit_on_partial_fit(method):
+    X, y = make_linear_regression(120, random_state=0)
+    est = EvidenceLinearRegression(method=method, **PAPER, n_particles=32, n_burnin=4,
+                                   random_state=0)
+    est.partial_fit(X[:60], y[:60])
+    with pytest.warns(UserWarning, match="not online"):
+        est.partial_fit(X[60:], y[60:])
+    assert est.n_samples_seen_ == 120
+    np.testing.assert_array_equal(est.evidence_trace_["n_seen"], [60, 120])
+    exact = est.exact_log_evidence(X, y)
+    # Refit on all 120 rows: within the bar of the full fit.
+    assert abs(est.log_evidence_ - exact) <= max(1.0, 3.0 * est.log_evidence_std_)
+
+
+def test_same_seed_same_numbers():
+    X, y = make_linear_regression(100, random_state=0)
+    for method in set(ENGINES) - {"sgais"}:
+        a = EvidenceLinearRegression(method=method, n_particles=16, n_burnin=4,
+                                     random_state=5).fit(X, y)
+        b = EvidenceLinearRegression(method=method, n_particles=16, n_burnin=4,
+                                     random_state=5).fit(X, y)
+        assert a.log_evidence_ == b.log_evidence_, method
+
+
+@pytest.mark.parametrize("method", ["ais", "nested"])
+def test_mixture_runs_with_every_full_data_method(method):
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(-2, 0.5, (60, 1)), rng.normal(2, 0.5, (60, 1))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gmm = EvidenceGMM(n_components=2, method=method, n_particles=32, n_burnin=4,
+                          random_state=0).fit(X)
+    assert np.isfinite(gmm.log_evidence_) and np.isfinite(gmm.log_evidence_std_)
+    assert gmm.score_samples(X).shape == (120,)
