@@ -79,9 +79,8 @@ def method_status(cls, method):
         return "available" if method == "sgais" else "not available (no method= parameter)"
     try:
         cls(method=method)._validate_params()
-    except (ValueError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"not available ({first[:80]})"
+    except (ValueError, TypeError):
+        return f"not available ({cls.__name__} does not accept method={method!r})"
     return "available"
 
 

@@ -23,10 +23,14 @@ independent of ours.
     python benchmarks/paper/evidence_vs_n.py             # larger grids
     python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
 
-Writes docs/paper/evidence_vs_n.{png,csv,md} and prints the table.
+Writes docs/paper/evidence_vs_n.{png,csv,md}, the raw results in
+evidence_vs_n.json (``--reuse`` keeps its methods and runs only the
+others) and the speed ratios in evidence_vs_n_speedups.txt; prints the
+table.
 """
 
 import argparse
+import json
 import math
 import time
 
@@ -79,11 +83,11 @@ def run_online(cls, method, params, data, sizes, max_seconds, seed):
     kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
     results, total, start = {}, 0.0, 0
     for n in sizes:
-        seconds, _ = C.partial_fit_timed(est, X[start:n], None if y is None else y[start:n],
-                                         **kwargs)
+        seconds, caught = C.partial_fit_timed(est, X[start:n], None if y is None else y[start:n],
+                                              **kwargs)
         total += seconds
         start = n
-        results[n] = (est.log_evidence_, C.std_of(est), total, "")
+        results[n] = (est.log_evidence_, C.std_of(est), total, len(caught))
         if total > max_seconds:
             break
     trace = est.evidence_trace_
@@ -96,8 +100,8 @@ def run_refits(cls, method, params, data, sizes, max_seconds, seed):
     for n in sizes:
         X, y = data(n)
         est = C.make_estimator(cls, method, params, random_state=seed)
-        seconds, _ = C.fit_timed(est, X, y)
-        results[n] = (est.log_evidence_, C.std_of(est), seconds, "")
+        seconds, caught = C.fit_timed(est, X, y)
+        results[n] = (est.log_evidence_, C.std_of(est), seconds, len(caught))
         if seconds > max_seconds:
             break
     return results, None
@@ -122,51 +126,65 @@ def run_dynesty(model, data, sizes, max_seconds, seed):
 
             log_z, err = ns(X, seed), math.nan
         seconds = time.perf_counter() - t
-        results[n] = (log_z, err, seconds, "")
+        results[n] = (log_z, err, seconds, 0)
         if seconds > max_seconds:
             break
     return results, None
 
 
-def run_model(model, sizes, args, refs):
+def run_method(model, method, sizes, args):
+    """Raw results of one method on one model: ``{"status", "results", "trace"}``.
+
+    ``results`` maps N to ``[log Z, log_evidence_std_, seconds, warnings]``
+    (JSON-ready); ``trace`` is the online run's ``[n_seen, log_evidence]``.
+    """
     cls, params, data = C.MODELS[model]
-    rows, curves = [], {}
-    methods = list(C.METHODS) + (["dynesty"] if model in args.dynesty else [])
-    for method in methods:
-        status = "available" if method == "dynesty" else C.method_status(cls, method)
-        if status != "available":
-            rows.append({"model": model, "method": method, "status": status})
+    status = "available" if method == "dynesty" else C.method_status(cls, method)
+    if status != "available":
+        return {"status": status, "results": {}, "trace": None}
+    try:
+        if method == "dynesty":
+            results, trace = run_dynesty(model, data, sizes, args.max_seconds, args.seed)
+        else:
+            runner = run_online if method in C.ONLINE_METHODS else run_refits
+            results, trace = runner(cls, method, params, data, sizes, args.max_seconds,
+                                    args.seed)
+    except Exception as exc:  # one failing method must not lose the others' rows
+        return {"status": f"failed: {type(exc).__name__}: {str(exc)[:80]}", "results": {},
+                "trace": None}
+    results = {str(n): [float(v) if not isinstance(v, str) else v for v in r]
+               for n, r in results.items()}
+    trace = None if trace is None else [np.asarray(t, float).tolist() for t in trace]
+    return {"status": "ok", "results": results, "trace": trace,
+            "max_seconds": args.max_seconds}
+
+
+def table_rows(model, sizes, refs, runs):
+    rows = []
+    for method, run in runs.items():
+        if run["status"] != "ok":
+            rows.append({"model": model, "method": method, "status": run["status"]})
             continue
-        try:
-            if method == "dynesty":
-                results, trace = run_dynesty(model, data, sizes, args.max_seconds, args.seed)
-            else:
-                runner = run_online if method in C.ONLINE_METHODS else run_refits
-                results, trace = runner(cls, method, params, data, sizes, args.max_seconds,
-                                        args.seed)
-        except Exception as exc:  # one failing method must not lose the others' rows
-            rows.append({"model": model, "method": method,
-                         "status": f"failed: {type(exc).__name__}: {str(exc)[:80]}"})
-            continue
-        curves[method] = (results, trace)
         for n in sizes:
             row = {"model": model, "method": method, "N": n}
-            if n not in results:
-                row["status"] = f"not run (> {args.max_seconds:g} s at a smaller N)"
+            if str(n) not in run["results"]:
+                row["status"] = f"not run (> {run['max_seconds']:g} s at a smaller N)"
                 rows.append(row)
                 continue
-            log_z, std, seconds, _ = results[n]
+            log_z, std, seconds, n_warn = run["results"][str(n)]
             row.update({"log Z": log_z, "log Z / N": log_z / n, "log_evidence_std_": std,
                         "time s": seconds, "status": "ok"})
+            if n_warn:
+                row["status"] = f"ok, {n_warn:g} warning(s)"
             if n in refs:
                 ref, _, source = refs[n]
                 row.update({"reference": ref, "ref. source": source, "error": log_z - ref,
                             "relative error": abs(log_z - ref) / abs(ref)})
             rows.append(row)
-    return rows, curves
+    return rows
 
 
-def plot(all_curves, all_refs, models):
+def plot(store, models):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -176,14 +194,18 @@ def plot(all_curves, all_refs, models):
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colours = dict(zip(C.METHODS + ("dynesty",), cycle))
     for (ax_z, ax_err, ax_t), model in zip(axes, models):
-        refs, curves = all_refs[model], all_curves[model]
-        for method, (results, trace) in curves.items():
-            ns = np.array(sorted(results))
-            log_z = np.array([results[n][0] for n in ns])
-            seconds = np.array([results[n][2] for n in ns])
+        refs = {int(n): v for n, v in store[model]["refs"].items()}
+        for method, run in store[model]["runs"].items():
+            if run["status"] != "ok":
+                continue
+            results, trace = run["results"], run["trace"]
+            ns = np.array(sorted(int(n) for n in results))
+            log_z = np.array([results[str(n)][0] for n in ns])
+            seconds = np.array([results[str(n)][2] for n in ns])
             c = colours[method]
             if trace is not None:  # an online run: its estimate after every chunk
-                ax_z.plot(trace[0], trace[1] / trace[0], color=c, lw=1, label=method)
+                n_seen, trace_z = np.array(trace)
+                ax_z.plot(n_seen, trace_z / n_seen, color=c, lw=1, label=method)
                 ax_z.plot(ns, log_z / ns, "o", color=c, ms=4)
             else:
                 ax_z.plot(ns, log_z / ns, "s--", color=c, ms=5, label=method)
@@ -219,7 +241,7 @@ def speedups(rows):
     lines = []
     by = {}
     for r in rows:
-        if r.get("status") == "ok":
+        if r.get("status", "").startswith("ok"):
             by.setdefault((r["model"], r["method"]), {})[r["N"]] = r["time s"]
     for (model, method), times in sorted(by.items()):
         sg = by.get((model, "sgais"), {})
@@ -245,26 +267,45 @@ def main():
                         help="also run dynesty (external nested sampling, 500 live points) "
                              "on these models; slow beyond the linear model")
     parser.add_argument("--seed", type=int, default=0, help="sampler seed")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the methods that ran in the last run's evidence_vs_n.json "
+                             "(same grid) and run only the others, e.g. methods added since")
     args = parser.parse_args()
     if args.max_seconds is None:
         args.max_seconds = 120.0 if args.quick else 1200.0
     C.single_thread()
     grid = GRIDS["quick" if args.quick else "full"]
-    rows, all_curves, all_refs = [], {}, {}
-    t0 = time.perf_counter()
+    raw = C.OUTDIR / "evidence_vs_n.json"
+    store = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
+    rows, t0 = [], time.perf_counter()
     for model in args.models:
         sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
-        all_refs[model] = references(model, sizes, args.quick)
-        model_rows, all_curves[model] = run_model(model, sizes, args, all_refs[model])
-        rows += model_rows
-        print(f"[{model} done after {time.perf_counter() - t0:.0f} s]", flush=True)
+        old = store.get(model, {})
+        if old.get("sizes") != sizes:
+            old = {}  # another grid: nothing to reuse
+        refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
+                else references(model, sizes, args.quick))
+        runs = {}
+        for method in list(C.METHODS) + (["dynesty"] if model in args.dynesty else []):
+            prev = old.get("runs", {}).get(method)
+            if prev is not None and prev["status"] == "ok":
+                runs[method] = prev
+                print(f"[{model} {method}: reused from {raw.name}]", flush=True)
+                continue
+            runs[method] = run_method(model, method, sizes, args)
+            print(f"[{model} {method}: {runs[method]['status']} after "
+                  f"{time.perf_counter() - t0:.0f} s]", flush=True)
+        store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                        "runs": runs}
+        rows += table_rows(model, sizes, refs, runs)
+        C.OUTDIR.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(store, indent=1))
     C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
     notes = speedups(rows)
     print("\n".join(notes))
     (C.OUTDIR / "evidence_vs_n_speedups.txt").write_text(
         "\n".join(notes + [f"command: {C.command_line()}"]) + "\n")
-    C.save_figure(plot(all_curves, all_refs, args.models), "evidence_vs_n")
-
+    C.save_figure(plot(store, args.models), "evidence_vs_n")
 
 if __name__ == "__main__":
     main()
