@@ -16,14 +16,14 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 # The benchmark scripts one level up hold the paper settings and references.
 sys.path.insert(0, str(HERE.parent))
 
-from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression  # noqa: E402
+from skevidence import (EvidenceGMM, EvidenceLinearRegression,  # noqa: E402
+                        EvidenceLogisticRegression)
 from skevidence.datasets import (make_gaussian_mixture, make_linear_regression,  # noqa: E402
                                  make_logistic_regression)
 

@@ -40,7 +40,8 @@ GRID = {
     # Figure 8: the learning rate with learning_rate * n_burnin = 2 (n_burnin = 2 / lr).
     "learning_rate (x n_burnin = 2)": [0.05, 0.1, 0.2, 0.4],
 }
-SIZES = {"quick": {"linear": 5000, "logistic": 2000}, "full": {"linear": 20_000, "logistic": 10_000}}
+SIZES = {"quick": {"linear": 5000, "logistic": 2000},
+         "full": {"linear": 20_000, "logistic": 10_000}}
 COLUMNS = ["model", "N", "parameter", "value", "mean error", "error sd", "relative error",
            "mean log_evidence_std_", "time s", "annealing steps", "warned runs"]
 FORMATS = {"mean error": "+.2f", "error sd": ".2f", "relative error": ".1e",
@@ -60,7 +61,8 @@ def reference(model, X, y):
         return cls(**params).exact_log_evidence(X, y)
     from bench_logistic import importance_sampling
 
-    return importance_sampling(X, y, len(np.unique(y)), n_samples=max(4000, int(2e7 // len(y))))[0]
+    draws = max(4000, int(2e7 // len(y)))
+    return importance_sampling(X, y, len(np.unique(y)), n_samples=draws)[0]
 
 
 def run_point(model, X, y, ref, kwargs, seeds, cache):
