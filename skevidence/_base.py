@@ -19,7 +19,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import ais, diagnostics, nested, sgais, smc
+from .inference import (ais, diagnostics, nested, online_nested, sequential,
+                        sequential_nested, sgais, smc)
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC",
            "normalize_proba"]
@@ -37,7 +38,11 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 # The evidence estimators behind ``method=``: modules of skevidence/inference
 # with the same init / update / checkpoint / rollback as sgais.
-ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested}
+ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested,
+           "sequential": sequential, "sequential-nested": sequential_nested,
+           "online-nested": online_nested}
+# Methods whose moves or runs use every observation seen (no bounded store).
+_EXACT_METHODS = {"ais", "smc", "nested", "sequential-nested", "online-nested"}
 # Methods that rerun from the prior on all data seen at every call.
 FULL_DATA_METHODS = {"ais", "nested"}
 # Methods whose chunks after the first start from the posterior so far, so
@@ -226,27 +231,43 @@ SHARED_PARAMS_DOC = """\
         the temperature ``lam`` reached in the current chunk, the
         observations seen and the log evidence; its count and elapsed time
         continue across ``partial_fit`` calls. ``0`` prints nothing.
-    method : {{"sgais", "ais", "smc"}}, default="sgais"
-        The evidence estimator (the baselines of Cameron (2020), on the same
-        model, data and attributes; their modules are in
-        ``skevidence/inference/``):
+    method : {{"sgais", "ais", "smc", "nested", "sequential", "sequential-nested", \
+"online-nested"}}, default="sgais"
+        The evidence estimator: SGAIS or one of the baselines of Cameron
+        (2020), on the same model, data and fitted attributes (modules in
+        ``skevidence/inference/``; ``n_particles`` particles or live points,
+        ``n_burnin`` moves):
 
-        * ``"sgais"``: stochastic gradient annealed importance sampling,
+        * ``"sgais"``: stochastic gradient annealed importance sampling;
           online, at a cost per chunk that does not grow with the data seen;
-        * ``"ais"``: full-data annealed importance sampling (thesis Alg. 6)
-          from the prior, with Metropolis-adjusted HMC moves and the same
-          adaptive schedule (``target_ess``, ``resample_threshold``,
-          ``n_burnin``). Not online: ``partial_fit`` keeps every
-          observation and reruns from the prior on all data seen (with a
-          warning the first time);
-        * ``"smc"``: sequential importance resampling over the data in
-          chunks of ``batch_size`` (IBIS, thesis Alg. 7), tempered within a
-          chunk as SGAIS is, with adjusted moves on all data seen: online,
-          but its cost grows quadratically with the data.
+        * ``"ais"``: annealed importance sampling (thesis Alg. 6) from the
+          prior on all data, Metropolis-adjusted HMC moves, the same
+          adaptive schedule and resampling (``target_ess``,
+          ``resample_threshold``);
+        * ``"smc"``: sequential importance resampling over chunks of
+          ``batch_size`` (IBIS, Alg. 7), tempered within a chunk, with
+          adjusted moves on all data seen; online, quadratic cost;
+        * ``"nested"``: nested sampling (Alg. 5) with ``n_particles`` live
+          points and constrained HMC that reflects off the likelihood
+          contour; ``log_evidence_std_`` is ``sqrt(H / n_live)`` and the
+          particles are its posterior samples, resampled;
+        * ``"sequential"``: the sequential SG-MCMC estimator (section 4.1):
+          one predictive estimate per chunk (chunks growing from one
+          observation to ``batch_size``) from SGHMC particles, no
+          reweighting; biased by design (it can fail where particles lag
+          the posterior, e.g. linear regression with unknown noise);
+        * ``"sequential-nested"``: the same after nested sampling on the
+          first ``batch_size`` observations (the thesis's hybrid);
+        * ``"online-nested"``: Bayesian updating with nested sampling
+          (section 4.3), one run per chunk with the posterior so far as its
+          prior (exact moves: quadratic cost).
 
-        Every method but ``"sgais"`` keeps all observations
-        (``reservoir_size`` must be None) and ignores ``learning_rate`` (its
-        adjusted moves adapt their own step size)."""
+        ``"ais"`` and ``"nested"`` are not online: ``partial_fit`` keeps the
+        data and reruns them from the prior on all data seen (with a
+        warning the first time). Every method but ``"sgais"`` and the
+        sequential ones keeps all observations (``reservoir_size`` must be
+        None), and the adjusted moves adapt their own step size
+        (``learning_rate`` is for SGHMC only)."""
 
 
 # A positive finite real, and a finite real (NaN and infinities rejected).
@@ -295,9 +316,9 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _check_method(self):
         """``ValueError`` for a ``method`` that cannot run with the other settings."""
-        if self.method != "sgais" and self.reservoir_size is not None:
+        if self.method in _EXACT_METHODS and self.reservoir_size is not None:
             raise ValueError(f"method={self.method!r} uses every observation seen; "
-                             "reservoir_size must be None (only 'sgais' can bound its memory)")
+                             "reservoir_size must be None (only 'sgais' and 'sequential' bound their memory)")
 
     def _check_continued_method(self):
         """``ValueError`` when ``partial_fit`` would continue a fit of another method."""

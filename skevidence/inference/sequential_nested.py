@@ -1,0 +1,61 @@
+"""The sequential SG-MCMC estimator with the thesis's nested-sampling hybrid (section 4.1).
+
+The predictives of the first observations are where the sequential
+estimator (:mod:`.sequential`) is weakest: the posterior changes fast and
+particles that fall behind it are never reweighted away (on linear
+regression with unknown noise, particles stuck at a small noise variance
+made the later SGHMC moves diverge). The hybrid estimates the evidence of
+the first ``batch_size`` observations by nested sampling
+(:func:`.nested.nested_sampling`), starts the particles from its posterior
+samples (resampled to ``n_particles``), and continues with sequential
+predictive estimates. Its error bar adds the NS error ``sqrt(H / n_live)``
+to the chunks' delta-method variances.
+
+Online: while fewer than ``batch_size`` observations have been seen, a
+``partial_fit`` reruns the NS part on all of them.
+"""
+
+import torch
+
+from ..models.base import batch_size_of
+from . import nested, sequential, sgais
+
+__all__ = ["init", "update", "checkpoint", "rollback"]
+
+init = sgais.init
+checkpoint = sgais.checkpoint
+rollback = sgais.rollback
+
+
+def update(model, state, config, batch, move=None, callback=None):
+    """NS on the data up to ``batch_size`` observations, sequential estimates after."""
+    n_head = min(config.batch_size - state.n_seen, batch_size_of(batch))
+    if n_head > 0:
+        _nested_head(model, state, config, tuple(t[:n_head] for t in batch))
+        if callback is not None:
+            callback(state, 1.0, 0)
+        batch = tuple(t[n_head:] for t in batch)
+    if batch_size_of(batch) > 0:
+        sequential.update(model, state, config, batch, move=move, callback=callback)
+    return state
+
+
+def _nested_head(model, state, config, head):
+    """Evidence and posterior particles of the stored data plus ``head`` by NS."""
+    data = head
+    if state.n_seen > 0:
+        data = tuple(torch.cat([old, new]) for old, new in zip(state.reservoir.data(), head))
+    M = state.theta.shape[0]
+    live = model.sample_prior(M, state.generator, dtype=state.theta.dtype,
+                              device=state.theta.device)
+    result = nested.nested_sampling(model, data, live, state.generator,
+                                    n_trajectories=nested.n_trajectories(config))
+    nested.set_posterior_particles(state, result)
+    state.log_evidence = result.log_evidence
+    state.log_evidence_var = result.log_evidence_std**2
+    state.reservoir.append(head, state.generator)
+    if state.cv is not None:
+        state.cv.add_chunk(model, head)
+    state.n_seen = batch_size_of(data)
+    state.trace.append((state.n_seen, state.log_evidence, result.n_iterations, float(M),
+                        state.log_evidence_std))
