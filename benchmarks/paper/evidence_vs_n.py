@@ -270,6 +270,8 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep the methods that ran in the last run's evidence_vs_n.json "
                              "(same grid) and run only the others, e.g. methods added since")
+    parser.add_argument("--rerun", nargs="*", default=[],
+                        help="with --reuse: run these methods again all the same")
     args = parser.parse_args()
     if args.max_seconds is None:
         args.max_seconds = 120.0 if args.quick else 1200.0
@@ -288,18 +290,19 @@ def main():
         runs = {}
         for method in list(C.METHODS) + (["dynesty"] if model in args.dynesty else []):
             prev = old.get("runs", {}).get(method)
-            if prev is not None and prev["status"] == "ok":
+            if prev is not None and prev["status"] == "ok" and method not in args.rerun:
                 runs[method] = prev
                 print(f"[{model} {method}: reused from {raw.name}]", flush=True)
                 continue
             runs[method] = run_method(model, method, sizes, args)
             print(f"[{model} {method}: {runs[method]['status']} after "
                   f"{time.perf_counter() - t0:.0f} s]", flush=True)
-        store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
-                        "runs": runs}
+            # Saved after every method, so an interrupted run can be resumed (--reuse).
+            store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                            "runs": runs}
+            C.OUTDIR.mkdir(parents=True, exist_ok=True)
+            raw.write_text(json.dumps(store, indent=1))
         rows += table_rows(model, sizes, refs, runs)
-        C.OUTDIR.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(store, indent=1))
     C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
     notes = speedups(rows)
     print("\n".join(notes))
