@@ -24,14 +24,17 @@ independent of ours.
     python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
 
 Writes docs/paper/evidence_vs_n.{png,csv,md}, the raw results in
-evidence_vs_n.json (``--reuse`` keeps its methods and runs only the
-others) and the speed ratios in evidence_vs_n_speedups.txt; prints the
+evidence_vs_n.MODEL.json (``--reuse`` keeps their methods and runs only the
+others; models can run in parallel processes, and a last ``--reuse`` run
+over all models then only draws the table and figure) and the speed ratios in evidence_vs_n_speedups.txt; prints the
 table.
 """
 
 import argparse
+import contextlib
 import json
 import math
+import signal
 import time
 
 import numpy as np
@@ -75,39 +78,73 @@ def references(model, sizes, quick):
     return out
 
 
-def run_online(cls, method, params, data, sizes, max_seconds, seed):
-    """Stream the largest N through ``partial_fit``; ``{N: (est, seconds)}`` and the trace."""
+class RunTimeout(Exception):
+    """One fit ran past ``--run-timeout``."""
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raise :class:`RunTimeout` in the main thread after ``seconds`` (SIGALRM)."""
+    def expire(signum, frame):
+        raise RunTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(max(1, int(seconds)))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_online(cls, method, params, data, sizes, args):
+    """Stream the largest N through ``partial_fit``, read off at every grid point.
+
+    Returns ``{N: (log Z, std, seconds, warnings)}``, the trace and the N
+    whose block ran past ``--run-timeout`` (or None).
+    """
     X, y = data(sizes[-1])
-    est = C.make_estimator(cls, method, params, random_state=seed)
+    est = C.make_estimator(cls, method, params, random_state=args.seed)
     # A classifier's first partial_fit must know every class.
     kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
-    results, total, start = {}, 0.0, 0
+    results, total, start, timed_out = {}, 0.0, 0, None
     for n in sizes:
-        seconds, caught = C.partial_fit_timed(est, X[start:n], None if y is None else y[start:n],
-                                              **kwargs)
+        try:
+            with deadline(args.run_timeout):
+                seconds, caught = C.partial_fit_timed(
+                    est, X[start:n], None if y is None else y[start:n], **kwargs)
+        except RunTimeout:  # partial_fit restored the estimator as it was
+            timed_out = n
+            break
         total += seconds
         start = n
         results[n] = (est.log_evidence_, C.std_of(est), total, len(caught))
-        if total > max_seconds:
+        if total > args.max_seconds:
             break
-    trace = est.evidence_trace_
-    return results, (trace["n_seen"], trace["log_evidence"])
+    trace = getattr(est, "evidence_trace_", None)
+    trace = None if trace is None else (trace["n_seen"], trace["log_evidence"])
+    return results, trace, timed_out
 
 
-def run_refits(cls, method, params, data, sizes, max_seconds, seed):
+def run_refits(cls, method, params, data, sizes, args):
     """Fit from scratch at every N until one fit took longer than ``max_seconds``."""
-    results = {}
+    results, timed_out = {}, None
     for n in sizes:
         X, y = data(n)
-        est = C.make_estimator(cls, method, params, random_state=seed)
-        seconds, caught = C.fit_timed(est, X, y)
-        results[n] = (est.log_evidence_, C.std_of(est), seconds, len(caught))
-        if seconds > max_seconds:
+        est = C.make_estimator(cls, method, params, random_state=args.seed)
+        try:
+            with deadline(args.run_timeout):
+                seconds, caught = C.fit_timed(est, X, y)
+        except RunTimeout:
+            timed_out = n
             break
-    return results, None
+        results[n] = (est.log_evidence_, C.std_of(est), seconds, len(caught))
+        if seconds > args.max_seconds:
+            break
+    return results, None, timed_out
 
 
-def run_dynesty(model, data, sizes, max_seconds, seed):
+def run_dynesty(model, data, sizes, args):
     """dynesty's static nested sampling (500 live points), the bench_*.py settings, per N."""
     results = {}
     for n in sizes:
@@ -116,20 +153,20 @@ def run_dynesty(model, data, sizes, max_seconds, seed):
         if model == "linear":
             from bench_linreg import run_dynesty as ns
 
-            log_z, err, _ = ns(X, y, seed=seed)
+            log_z, err, _ = ns(X, y, seed=args.seed)
         elif model == "logistic":
             from bench_logistic import run_dynesty as ns
 
-            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=seed)
+            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=args.seed)
         else:
             from bench_gmm import run_dynesty as ns
 
-            log_z, err = ns(X, seed), math.nan
+            log_z, err = ns(X, args.seed), math.nan
         seconds = time.perf_counter() - t
         results[n] = (log_z, err, seconds, 0)
-        if seconds > max_seconds:
+        if seconds > args.max_seconds:
             break
-    return results, None
+    return results, None, None
 
 
 def run_method(model, method, sizes, args):
@@ -144,19 +181,22 @@ def run_method(model, method, sizes, args):
         return {"status": status, "results": {}, "trace": None}
     try:
         if method == "dynesty":
-            results, trace = run_dynesty(model, data, sizes, args.max_seconds, args.seed)
+            results, trace, timed_out = run_dynesty(model, data, sizes, args)
         else:
             runner = run_online if method in C.ONLINE_METHODS else run_refits
-            results, trace = runner(cls, method, params, data, sizes, args.max_seconds,
-                                    args.seed)
+            results, trace, timed_out = runner(cls, method, params, data, sizes, args)
     except Exception as exc:  # one failing method must not lose the others' rows
         return {"status": f"failed: {type(exc).__name__}: {str(exc)[:80]}", "results": {},
                 "trace": None}
     results = {str(n): [float(v) if not isinstance(v, str) else v for v in r]
                for n, r in results.items()}
     trace = None if trace is None else [np.asarray(t, float).tolist() for t in trace]
+    if not results:
+        return {"status": f"timed out (one run at N = {timed_out} > {args.run_timeout:g} s)",
+                "results": {}, "trace": None}
     return {"status": "ok", "results": results, "trace": trace,
-            "max_seconds": args.max_seconds}
+            "max_seconds": args.max_seconds, "timed_out": timed_out,
+            "run_timeout": args.run_timeout}
 
 
 def table_rows(model, sizes, refs, runs):
@@ -168,7 +208,10 @@ def table_rows(model, sizes, refs, runs):
         for n in sizes:
             row = {"model": model, "method": method, "N": n}
             if str(n) not in run["results"]:
-                row["status"] = f"not run (> {run['max_seconds']:g} s at a smaller N)"
+                if n == run.get("timed_out"):
+                    row["status"] = f"stopped after {run['run_timeout']:g} s"
+                else:
+                    row["status"] = f"not run (> {run['max_seconds']:g} s at a smaller N)"
                 rows.append(row)
                 continue
             log_z, std, seconds, n_warn = run["results"][str(n)]
@@ -270,19 +313,24 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep the methods that ran in the last run's evidence_vs_n.json "
                              "(same grid) and run only the others, e.g. methods added since")
+    parser.add_argument("--run-timeout", type=float, default=None,
+                        help="stop a single fit after this many seconds "
+                             "(default 4 x --max-seconds)")
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="with --reuse: run these methods again all the same")
     args = parser.parse_args()
     if args.max_seconds is None:
         args.max_seconds = 120.0 if args.quick else 1200.0
+    if args.run_timeout is None:
+        args.run_timeout = 4 * args.max_seconds
     C.single_thread()
     grid = GRIDS["quick" if args.quick else "full"]
-    raw = C.OUTDIR / "evidence_vs_n.json"
-    store = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
-    rows, t0 = [], time.perf_counter()
+    store, rows, t0 = {}, [], time.perf_counter()
     for model in args.models:
         sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
-        old = store.get(model, {})
+        # One file per model, so that models can run in parallel processes.
+        raw = C.OUTDIR / f"evidence_vs_n.{model}.json"
+        old = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
         if old.get("sizes") != sizes:
             old = {}  # another grid: nothing to reuse
         refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
@@ -301,7 +349,9 @@ def main():
             store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
                             "runs": runs}
             C.OUTDIR.mkdir(parents=True, exist_ok=True)
-            raw.write_text(json.dumps(store, indent=1))
+            raw.write_text(json.dumps(store[model], indent=1))
+        store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                        "runs": runs}
         rows += table_rows(model, sizes, refs, runs)
     C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
     notes = speedups(rows)
@@ -309,6 +359,7 @@ def main():
     (C.OUTDIR / "evidence_vs_n_speedups.txt").write_text(
         "\n".join(notes + [f"command: {C.command_line()}"]) + "\n")
     C.save_figure(plot(store, args.models), "evidence_vs_n")
+
 
 if __name__ == "__main__":
     main()
