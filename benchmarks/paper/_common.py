@@ -92,23 +92,29 @@ def make_estimator(cls, method, params, random_state=0, **overrides):
     return cls(**kwargs)
 
 
-def fit_timed(est, X, y):
-    """Fit, returning the seconds taken; warnings are recorded, not printed."""
+def fit_timed(est, X, y, clock=time.process_time):
+    """Fit, returning the seconds taken; warnings are recorded, not printed.
+
+    The default clock is the process's CPU time: the runs are
+    single-threaded, so it is the paper's single-threaded run time and,
+    unlike the wall clock, hardly inflated by other jobs on a shared
+    machine.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t = time.perf_counter()
+        t = clock()
         est.fit(X) if y is None else est.fit(X, y)
-        seconds = time.perf_counter() - t
+        seconds = clock() - t
     return seconds, [str(w.message)[:120] for w in caught]
 
 
 def partial_fit_timed(est, X, y, **kwargs):
-    """``partial_fit`` (``kwargs``: e.g. ``classes``), returning the seconds taken."""
+    """``partial_fit`` (``kwargs``: e.g. ``classes``), returning the CPU seconds taken."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t = time.perf_counter()
+        t = time.process_time()
         est.partial_fit(X, **kwargs) if y is None else est.partial_fit(X, y, **kwargs)
-        seconds = time.perf_counter() - t
+        seconds = time.process_time() - t
     return seconds, [str(w.message)[:120] for w in caught]
 
 

@@ -17,10 +17,13 @@ in-order minus shuffled difference, the mean log predictive density per
 observation of the last chunk before and the first chunk after each
 change point (a drop says the model was surprised), the annealing steps of
 the chunk after each change point, the median over the chunks after the
-second, and the fit time. Writes docs/paper/distribution_shift.{png,csv,md}.
+second, and the wall-clock time of the fit (on a shared machine mostly a
+measure of the load; evidence_vs_n.py and sensitivity.py report CPU
+time). Writes docs/paper/distribution_shift.{png,csv,md}.
 """
 
 import argparse
+import time
 
 import numpy as np
 
@@ -110,7 +113,7 @@ def main():
         for order, data in (("in order", X), ("shuffled", shuffled)):
             est = C.make_estimator(EvidenceGMM, args.method, C.GMM_PAPER, random_state=args.seed,
                                    n_components=k)
-            seconds, caught = C.fit_timed(est, data, None)
+            seconds, caught = C.fit_timed(est, data, None, clock=time.perf_counter)
             traces[(k, order)] = est.evidence_trace_
             finals[order] = est.log_evidence_
             row = {"K": k, "order": order, "N": n, "log Z": est.log_evidence_,

@@ -12,17 +12,21 @@ and logistic regression (importance sampling from a Student t at the
 posterior mode, ``bench_logistic.importance_sampling``), data seed 1, one
 row per setting over ``--seeds`` sampler seeds.
 
-    python benchmarks/paper/sensitivity.py --quick    # N = 5000 / 2000, 2 seeds: docs/paper
+    python benchmarks/paper/sensitivity.py --quick    # N = 5000 / 2000, 2 / 1 seeds: docs/paper
     python benchmarks/paper/sensitivity.py            # N = 20_000 / 10_000, 5 seeds
 
 Columns: model, parameter, value, mean error (nats) and its spread over
 the seeds, mean |error| / |log Z| (the paper's relative error), the mean
 ``log_evidence_std_``, the mean fit time, the mean total number of
-annealing steps, and how many runs raised a ConvergenceWarning. Writes
-docs/paper/sensitivity.{png,csv,md}.
+annealing steps, and how many runs raised a ConvergenceWarning. Times
+are CPU seconds of the single-threaded process. Writes
+docs/paper/sensitivity.{png,csv,md} and the raw results per model in
+sensitivity.MODEL.json (``--reuse`` continues from them; the models can
+run in parallel processes and a last ``--reuse`` run draws the table).
 """
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -43,9 +47,9 @@ GRID = {
 SIZES = {"quick": {"linear": 5000, "logistic": 2000},
          "full": {"linear": 20_000, "logistic": 10_000}}
 COLUMNS = ["model", "N", "parameter", "value", "mean error", "error sd", "relative error",
-           "mean log_evidence_std_", "time s", "annealing steps", "warned runs"]
+           "mean log_evidence_std_", "CPU s", "annealing steps", "warned runs"]
 FORMATS = {"mean error": "+.2f", "error sd": ".2f", "relative error": ".1e",
-           "mean log_evidence_std_": ".2f", "time s": ".1f", "annealing steps": ".0f"}
+           "mean log_evidence_std_": ".2f", "CPU s": ".1f", "annealing steps": ".0f"}
 
 
 def settings(parameter, value):
@@ -66,8 +70,8 @@ def reference(model, X, y):
 
 
 def run_point(model, X, y, ref, kwargs, seeds, cache):
-    """Errors, stds, times, steps and warnings over the seeds (cached by setting)."""
-    key = (model, tuple(sorted({**DEFAULTS, **kwargs}.items())))
+    """Errors, stds, CPU times, steps and warnings over the seeds (cached by setting)."""
+    key = json.dumps(sorted({**DEFAULTS, **kwargs}.items()))
     if key in cache:
         return cache[key]
     cls, params, _ = C.MODELS[model]
@@ -100,7 +104,7 @@ def plot(rows, parameters):
             x = np.array([r["value"] for r in sel], dtype=float)
             axes[0, j].errorbar(x, [r["mean error"] for r in sel], [r["error sd"] for r in sel],
                                 fmt=marker, capsize=3, ms=4, label=model)
-            axes[1, j].plot(x, [r["time s"] for r in sel], marker, ms=4, label=model)
+            axes[1, j].plot(x, [r["CPU s"] for r in sel], marker, ms=4, label=model)
             axes[2, j].plot(x, [r["annealing steps"] for r in sel], marker, ms=4, label=model)
         base = DEFAULTS.get(parameter, DEFAULTS["learning_rate"])
         for i in range(3):
@@ -111,7 +115,7 @@ def plot(rows, parameters):
         axes[0, j].set_title(parameter, fontsize=9)
         axes[2, j].set_xlabel(parameter.split(" ")[0], fontsize=8)
     axes[0, 0].set_ylabel("log Z - reference (nats)\nmean +- sd over seeds")
-    axes[1, 0].set_ylabel("fit time (s)")
+    axes[1, 0].set_ylabel("fit time (CPU s)")
     axes[2, 0].set_ylabel("annealing steps (total)")
     axes[1, 0].set_yscale("log")
     axes[0, 0].legend(fontsize=8)
@@ -123,29 +127,44 @@ def plot(rows, parameters):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small N and 2 seeds (docs/paper)")
+    parser.add_argument("--quick", action="store_true", help="small N, 2 / 1 seeds (docs/paper)")
     parser.add_argument("--seeds", type=int, default=None, help="sampler seeds 0..seeds-1")
     parser.add_argument("--models", nargs="+", choices=["linear", "logistic"],
                         default=["linear", "logistic"])
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the settings already in sensitivity.MODEL.json (same N and "
+                             "seeds) and run only the others")
     parser.add_argument("--parameters", nargs="+", choices=list(GRID), default=list(GRID))
     args = parser.parse_args()
-    seeds = args.seeds or (2 if args.quick else 5)
+    # Quick mode: 2 seeds of the linear model, 1 of the (slower) logistic model.
+    seed_counts = {"linear": 2, "logistic": 1} if args.quick else {"linear": 5, "logistic": 5}
     sizes = SIZES["quick" if args.quick else "full"]
     C.single_thread()
-    rows, cache, t0 = [], {}, time.perf_counter()
+    rows, t0 = [], time.perf_counter()
     for model in args.models:
+        seeds = args.seeds or seed_counts[model]
         X, y = C.MODELS[model][2](sizes[model])
-        ref = reference(model, X, y)
+        # One file of raw results per model: models can run in parallel
+        # processes, and --reuse continues or redraws from them.
+        raw = C.OUTDIR / f"sensitivity.{model}.json"
+        store = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
+        if store.get("N") != sizes[model] or store.get("seeds") != seeds:
+            store = {"N": sizes[model], "seeds": seeds, "reference": reference(model, X, y),
+                     "points": {}}
+        ref = store["reference"]
         for parameter in args.parameters:
             for value in GRID[parameter]:
-                res = run_point(model, X, y, ref, settings(parameter, value), seeds, cache)
+                res = run_point(model, X, y, ref, settings(parameter, value), seeds,
+                                store["points"])
+                C.OUTDIR.mkdir(parents=True, exist_ok=True)
+                raw.write_text(json.dumps(store, indent=1))
                 err = np.array(res["error"])
                 rows.append({"model": model, "N": sizes[model], "parameter": parameter,
                              "value": value, "mean error": err.mean(),
                              "error sd": err.std(ddof=1) if err.size > 1 else float("nan"),
                              "relative error": np.abs(err).mean() / abs(ref),
                              "mean log_evidence_std_": float(np.mean(res["std"])),
-                             "time s": float(np.mean(res["time"])),
+                             "CPU s": float(np.mean(res["time"])),
                              "annealing steps": float(np.mean(res["steps"])),
                              "warned runs": f"{res['warned']}/{seeds}"})
             print(f"[{model} {parameter} done after {time.perf_counter() - t0:.0f} s]",
