@@ -319,9 +319,15 @@ def main():
     parser.add_argument("--run-timeout", type=float, default=None,
                         help="stop a single fit after this many wall-clock seconds "
                              "(default 20 x --max-seconds: a loaded machine)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="run only these methods (others are kept from --reuse or "
+                             "listed as not run)")
+    parser.add_argument("--draw-only", action="store_true",
+                        help="run nothing: draw the table and figure from the raw results")
     parser.add_argument("--rerun", nargs="*", default=[],
                         help="with --reuse: run these methods again all the same")
     args = parser.parse_args()
+    args.reuse = args.reuse or args.draw_only
     if args.max_seconds is None:
         args.max_seconds = 30.0 if args.quick else 1200.0
     if args.run_timeout is None:
@@ -339,11 +345,18 @@ def main():
         refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
                 else references(model, sizes, args.quick))
         runs = {}
-        for method in list(C.METHODS) + (["dynesty"] if model in args.dynesty else []):
+        methods = list(C.METHODS) + (["dynesty"] if model in args.dynesty else [])
+        for method in methods:
             prev = old.get("runs", {}).get(method)
-            if prev is not None and prev["status"] == "ok" and method not in args.rerun:
+            if prev is not None and (prev["status"] == "ok" or args.draw_only) \
+                    and method not in args.rerun:
                 runs[method] = prev
                 print(f"[{model} {method}: reused from {raw.name}]", flush=True)
+                continue
+            if args.draw_only or (args.methods and method not in args.methods):
+                if prev is None and not (args.draw_only and method == "dynesty"):
+                    runs[method] = {"status": "not run (--methods / time budget)",
+                                    "results": {}, "trace": None}
                 continue
             runs[method] = run_method(model, method, sizes, args)
             print(f"[{model} {method}: {runs[method]['status']} after "

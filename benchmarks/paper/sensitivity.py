@@ -134,8 +134,11 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep the settings already in sensitivity.MODEL.json (same N and "
                              "seeds) and run only the others")
+    parser.add_argument("--draw-only", action="store_true",
+                        help="run nothing: draw the table and figure from the raw results")
     parser.add_argument("--parameters", nargs="+", choices=list(GRID), default=list(GRID))
     args = parser.parse_args()
+    args.reuse = args.reuse or args.draw_only
     # Quick mode: 2 seeds of the linear model, 1 of the (slower) logistic model.
     seed_counts = {"linear": 2, "logistic": 1} if args.quick else {"linear": 5, "logistic": 5}
     sizes = SIZES["quick" if args.quick else "full"]
@@ -148,12 +151,17 @@ def main():
         # processes, and --reuse continues or redraws from them.
         raw = C.OUTDIR / f"sensitivity.{model}.json"
         store = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
+        if args.draw_only and not store:
+            continue
         if store.get("N") != sizes[model] or store.get("seeds") != seeds:
             store = {"N": sizes[model], "seeds": seeds, "reference": reference(model, X, y),
                      "points": {}}
         ref = store["reference"]
         for parameter in args.parameters:
             for value in GRID[parameter]:
+                key = json.dumps(sorted({**DEFAULTS, **settings(parameter, value)}.items()))
+                if args.draw_only and key not in store["points"]:
+                    continue  # not measured in the runs drawn from
                 res = run_point(model, X, y, ref, settings(parameter, value), seeds,
                                 store["points"])
                 C.OUTDIR.mkdir(parents=True, exist_ok=True)
