@@ -26,9 +26,10 @@ independent of ours.
     python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
 
 Writes docs/paper/evidence_vs_n.{png,csv,md}, the raw results in
-evidence_vs_n.MODEL.json (``--reuse`` keeps their methods and runs only the
-others; models can run in parallel processes, and a last ``--reuse`` run
-over all models then only draws the table and figure) and the speed
+evidence_vs_n.MODEL.METHOD.json (``--reuse`` keeps those methods and runs
+only the others; models and methods can run in parallel processes with
+``--models`` / ``--methods``, and a last ``--draw-only`` run draws the
+table and figure) and the speed
 ratios in evidence_vs_n_speedups.txt; prints the
 table.
 """
@@ -300,6 +301,30 @@ def speedups(rows):
     return lines
 
 
+def load_raw(model, sizes):
+    """The stored results of ``model`` on this grid: ``{"refs", "runs"}`` (maybe empty).
+
+    Reads ``evidence_vs_n.MODEL.METHOD.json`` (one per method) and, under
+    them, a whole-model ``evidence_vs_n.MODEL.json`` of earlier versions.
+    """
+    old = {"runs": {}}
+    whole = C.OUTDIR / f"evidence_vs_n.{model}.json"
+    if whole.exists():
+        data = json.loads(whole.read_text())
+        if data.get("sizes") == sizes:
+            old = {"refs": data["refs"], "runs": dict(data["runs"])}
+    for path in sorted(C.OUTDIR.glob(f"evidence_vs_n.{model}.*.json")):
+        data = json.loads(path.read_text())
+        method = path.name[len(f"evidence_vs_n.{model}."):-len(".json")]
+        if data.get("sizes") != sizes:
+            continue  # another grid: nothing to reuse
+        old["refs"] = data["refs"]
+        prev = old["runs"].get(method)
+        if prev is None or prev["status"] != "ok" or data["run"]["status"] == "ok":
+            old["runs"][method] = data["run"]
+    return old
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
@@ -337,11 +362,7 @@ def main():
     store, rows, t0 = {}, [], time.perf_counter()
     for model in args.models:
         sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
-        # One file per model, so that models can run in parallel processes.
-        raw = C.OUTDIR / f"evidence_vs_n.{model}.json"
-        old = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
-        if old.get("sizes") != sizes:
-            old = {}  # another grid: nothing to reuse
+        old = load_raw(model, sizes) if args.reuse else {}
         refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
                 else references(model, sizes, args.quick))
         runs = {}
@@ -351,7 +372,7 @@ def main():
             if prev is not None and (prev["status"] == "ok" or args.draw_only) \
                     and method not in args.rerun:
                 runs[method] = prev
-                print(f"[{model} {method}: reused from {raw.name}]", flush=True)
+                print(f"[{model} {method}: reused]", flush=True)
                 continue
             if args.draw_only or (args.methods and method not in args.methods):
                 if prev is None and not (args.draw_only and method == "dynesty"):
@@ -361,11 +382,12 @@ def main():
             runs[method] = run_method(model, method, sizes, args)
             print(f"[{model} {method}: {runs[method]['status']} after "
                   f"{time.perf_counter() - t0:.0f} s]", flush=True)
-            # Saved after every method, so an interrupted run can be resumed (--reuse).
-            store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
-                            "runs": runs}
+            # One file per model and method, written as soon as the method is done: an
+            # interrupted run resumes (--reuse), and methods can run in parallel processes.
             C.OUTDIR.mkdir(parents=True, exist_ok=True)
-            raw.write_text(json.dumps(store[model], indent=1))
+            (C.OUTDIR / f"evidence_vs_n.{model}.{method}.json").write_text(json.dumps(
+                {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                 "run": runs[method]}, indent=1))
         store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
                         "runs": runs}
         rows += table_rows(model, sizes, refs, runs)
