@@ -32,10 +32,10 @@ from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
 
 CHANGE_POINTS = (1000, 10_000)
-COLUMNS = ["K", "order", "N", "log Z", "log Z / N", "log_evidence_std_", "in-order - shuffled",
+COLUMNS = ["K", "order", "N", "log Z", "log Z / N", "log Z std", "in-order - shuffled",
            "lpd before 1e3", "lpd after 1e3", "lpd before 1e4", "lpd after 1e4",
            "steps after 1e3", "steps after 1e4", "median steps > 1e4", "time s", "warnings"]
-FORMATS = {"log Z": ".1f", "log Z / N": ".4f", "log_evidence_std_": ".2f",
+FORMATS = {"log Z": ".1f", "log Z / N": ".4f", "log Z std": ".2f",
            "in-order - shuffled": "+.1f", "lpd before 1e3": ".3f", "lpd after 1e3": ".3f",
            "lpd before 1e4": ".3f", "lpd after 1e4": ".3f", "median steps > 1e4": ".0f",
            "time s": ".1f"}
@@ -117,7 +117,7 @@ def main():
             traces[(k, order)] = est.evidence_trace_
             finals[order] = est.log_evidence_
             row = {"K": k, "order": order, "N": n, "log Z": est.log_evidence_,
-                   "log Z / N": est.log_evidence_ / n, "log_evidence_std_": C.std_of(est),
+                   "log Z / N": est.log_evidence_ / n, "log Z std": C.std_of(est),
                    "time s": seconds, "warnings": str(len(caught))}
             row.update(chunk_summary(est.evidence_trace_))
             rows.append(row)

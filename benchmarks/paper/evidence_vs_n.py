@@ -54,9 +54,9 @@ GRIDS = {
              "gmm": [1000, 2000, 5000, 10_000, 20_000]},
 }
 COLUMNS = ["model", "method", "N", "log Z", "log Z / N", "reference", "ref. source", "error",
-           "relative error", "log_evidence_std_", "CPU s", "status"]
+           "relative error", "log Z std", "CPU s", "status"]
 FORMATS = {"log Z": ".2f", "log Z / N": ".5f", "reference": ".2f", "error": "+.2f",
-           "relative error": ".1e", "log_evidence_std_": ".2f", "CPU s": ".1f"}
+           "relative error": ".1e", "log Z std": ".2f", "CPU s": ".1f"}
 
 
 def references(model, sizes, quick):
@@ -219,7 +219,7 @@ def table_rows(model, sizes, refs, runs):
                 rows.append(row)
                 continue
             log_z, std, seconds, n_warn = run["results"][str(n)]
-            row.update({"log Z": log_z, "log Z / N": log_z / n, "log_evidence_std_": std,
+            row.update({"log Z": log_z, "log Z / N": log_z / n, "log Z std": std,
                         "CPU s": seconds, "status": "ok"})
             if n_warn:
                 row["status"] = f"ok, {n_warn:g} warning(s)"

@@ -47,9 +47,9 @@ GRID = {
 SIZES = {"quick": {"linear": 5000, "logistic": 2000},
          "full": {"linear": 20_000, "logistic": 10_000}}
 COLUMNS = ["model", "N", "parameter", "value", "mean error", "error sd", "relative error",
-           "mean log_evidence_std_", "CPU s", "annealing steps", "warned runs"]
+           "mean log Z std", "CPU s", "annealing steps", "warned runs"]
 FORMATS = {"mean error": "+.2f", "error sd": ".2f", "relative error": ".1e",
-           "mean log_evidence_std_": ".2f", "CPU s": ".1f", "annealing steps": ".0f"}
+           "mean log Z std": ".2f", "CPU s": ".1f", "annealing steps": ".0f"}
 
 
 def settings(parameter, value):
@@ -171,7 +171,7 @@ def main():
                              "value": value, "mean error": err.mean(),
                              "error sd": err.std(ddof=1) if err.size > 1 else float("nan"),
                              "relative error": np.abs(err).mean() / abs(ref),
-                             "mean log_evidence_std_": float(np.mean(res["std"])),
+                             "mean log Z std": float(np.mean(res["std"])),
                              "CPU s": float(np.mean(res["time"])),
                              "annealing steps": float(np.mean(res["steps"])),
                              "warned runs": f"{res['warned']}/{seeds}"})
