@@ -1,0 +1,133 @@
+"""Paper section 7.2: online evidence under distribution shift (3 -> 5 -> 7 clusters).
+
+Cameron, Eggers & Kroon (2019), Entropy 21(11), Figure 5: 2-D data from
+3 Gaussian clusters for the first 1000 observations, 5 for the next 9000
+and 7 after (``skevidence.datasets.make_shifting_clusters``, data seed 1),
+fitted online by ``EvidenceGMM`` with 3, 5 and 7 components (the paper's
+priors: ``mean_prior=0``, ``variance_scale=1``), once in stream order and
+once shuffled (stationary). The in-order evidence should bend at the
+change points and the annealing steps spike there; the final estimates of
+the two orders should agree (particles not trapped by the early data).
+
+    python benchmarks/paper/distribution_shift.py --quick    # N = 20_000, docs/paper
+    python benchmarks/paper/distribution_shift.py            # the paper's N = 100_000
+
+Columns: K, order, final log Z, log Z / N, its ``log_evidence_std_``, the
+in-order minus shuffled difference, the mean log predictive density per
+observation of the last chunk before and the first chunk after each
+change point (a drop says the model was surprised), the annealing steps of
+the chunk after each change point, the median over the chunks after the
+second, and the wall-clock time of the fit (on a shared machine mostly a
+measure of the load; evidence_vs_n.py and sensitivity.py report CPU
+time). Writes docs/paper/distribution_shift.{png,csv,md}.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import _common as C
+from skevidence import EvidenceGMM
+from skevidence.datasets import make_shifting_clusters
+
+CHANGE_POINTS = (1000, 10_000)
+COLUMNS = ["K", "order", "N", "log Z", "log Z / N", "log Z std", "in-order - shuffled",
+           "lpd before 1e3", "lpd after 1e3", "lpd before 1e4", "lpd after 1e4",
+           "steps after 1e3", "steps after 1e4", "median steps > 1e4", "time s", "warnings"]
+FORMATS = {"log Z": ".1f", "log Z / N": ".4f", "log Z std": ".2f",
+           "in-order - shuffled": "+.1f", "lpd before 1e3": ".3f", "lpd after 1e3": ".3f",
+           "lpd before 1e4": ".3f", "lpd after 1e4": ".3f", "median steps > 1e4": ".0f",
+           "time s": ".1f"}
+
+
+def chunk_summary(trace):
+    """Per-chunk mean log predictive density and annealing steps around the change points."""
+    n, log_z, steps = trace["n_seen"], trace["log_evidence"], trace["n_annealing_steps"]
+    lpd = np.diff(np.concatenate([[0.0], log_z])) / np.diff(np.concatenate([[0], n]))
+    out = {}
+    for cp, tag in zip(CHANGE_POINTS, ("1e3", "1e4")):
+        before = np.flatnonzero(n <= cp)
+        after = np.flatnonzero(n > cp)
+        if before.size and after.size:
+            out[f"lpd before {tag}"] = lpd[before[-1]]
+            out[f"lpd after {tag}"] = lpd[after[0]]
+            out[f"steps after {tag}"] = int(steps[after[0]])
+    late = steps[n > CHANGE_POINTS[1] + 500]
+    if late.size:
+        out["median steps > 1e4"] = float(np.median(late))
+    return out
+
+
+def plot(traces, n_total):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_z, ax_s) = plt.subplots(1, 2, figsize=(12, 4))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, k in enumerate(sorted({k for k, _ in traces})):
+        for order, style in (("in order", "-"), ("shuffled", "--")):
+            tr = traces.get((k, order))
+            if tr is None:
+                continue
+            ax_z.plot(tr["n_seen"], tr["log_evidence"] / tr["n_seen"], style, color=colours[i],
+                      label=f"K = {k}, {order}")
+            if order == "in order":
+                ax_s.plot(tr["n_seen"], tr["n_annealing_steps"], color=colours[i],
+                          label=f"K = {k}")
+    for ax in (ax_z, ax_s):
+        for cp in CHANGE_POINTS:
+            if cp < n_total:
+                ax.axvline(cp, color="0.6", lw=0.8, ls=":")
+        ax.set(xscale="log", xlabel="observations n")
+        ax.legend(fontsize=8)
+    ax_z.set(ylabel="log Z / n", title="(a) evidence per observation; change points dotted")
+    ax_s.set(yscale="log", ylabel="annealing steps of the chunk",
+             title="(b) annealing steps, data in order")
+    fig.suptitle("Cameron, Eggers & Kroon (2019) section 7.2 on this machine: EvidenceGMM, "
+                 "3 -> 5 -> 7 clusters", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 20_000 (docs/paper)")
+    parser.add_argument("--n", type=int, default=None, help="observations (default 100_000)")
+    parser.add_argument("--components", nargs="+", type=int, default=[3, 5, 7])
+    parser.add_argument("--method", default="sgais", help="an online method= of EvidenceGMM")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed")
+    args = parser.parse_args()
+    n = args.n or (20_000 if args.quick else 100_000)
+    C.single_thread()
+    status = C.method_status(EvidenceGMM, args.method)
+    if status != "available":
+        raise SystemExit(f"method {args.method!r}: {status}")
+    X, _ = make_shifting_clusters(n, random_state=1)
+    shuffled = X[np.random.default_rng(1).permutation(n)]
+    rows, traces = [], {}
+    for k in args.components:
+        finals = {}
+        for order, data in (("in order", X), ("shuffled", shuffled)):
+            est = C.make_estimator(EvidenceGMM, args.method, C.GMM_PAPER, random_state=args.seed,
+                                   n_components=k)
+            seconds, caught = C.fit_timed(est, data, None, clock=time.perf_counter)
+            traces[(k, order)] = est.evidence_trace_
+            finals[order] = est.log_evidence_
+            row = {"K": k, "order": order, "N": n, "log Z": est.log_evidence_,
+                   "log Z / N": est.log_evidence_ / n, "log Z std": C.std_of(est),
+                   "time s": seconds, "warnings": str(len(caught))}
+            row.update(chunk_summary(est.evidence_trace_))
+            rows.append(row)
+            print(f"[K = {k} {order}: {seconds:.0f} s]", flush=True)
+        rows[-2]["in-order - shuffled"] = finals["in order"] - finals["shuffled"]
+    C.write_table(rows, COLUMNS, "distribution_shift", FORMATS)
+    best = max((r for r in rows if r["order"] == "shuffled"), key=lambda r: r["log Z"])
+    print(f"highest evidence (shuffled): K = {best['K']}")
+    C.save_figure(plot(traces, n), "distribution_shift")
+
+
+if __name__ == "__main__":
+    main()

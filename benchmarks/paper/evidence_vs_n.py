@@ -1,0 +1,403 @@
+"""Paper section 7.1: log Z / N and run time against N, every method on the three models.
+
+Cameron, Eggers & Kroon (2019), Entropy 21(11), Figures 2-4: linear
+regression (6 parameters, exact evidence), logistic regression (44
+parameters) and a Gaussian mixture (5 components in 2-D, 24 free
+parameters), with the paper's models and priors, data seed 1, sampler
+seed 0. Every ``method=`` the installed estimators accept is a row:
+online methods (SGAIS, SMC, the sequential estimators) stream the largest
+N once through ``partial_fit`` and are read off at every grid point (the
+time at N is the time of a fit of the first N observations); full-data
+AIS and NS are refitted at every N. Times are CPU seconds of the
+single-threaded process (``time.process_time``), which the load of other
+jobs hardly inflates. A method is not run at larger N once one run took
+more than ``--max-seconds`` (the paper's 4000 s rule).
+
+References: linear, the closed form; logistic, importance sampling from
+a Student t at the posterior mode (``bench_logistic.importance_sampling``,
+its standard error in the table); mixture, the dynesty runs at N = 1e3 and
+1e4 quoted in ``bench_gmm.py`` (only there). ``--dynesty MODEL ...`` adds
+dynesty's nested sampling (``pip install dynesty``; the settings of
+``bench_*.py``: 500 live points) as one more row per N, an NS timing
+independent of ours.
+
+    python benchmarks/paper/evidence_vs_n.py --quick --dynesty linear   # docs/paper
+    python benchmarks/paper/evidence_vs_n.py             # larger grids
+    python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
+
+Writes docs/paper/evidence_vs_n.{png,csv,md}, the raw results in
+evidence_vs_n.MODEL.METHOD.json (``--reuse`` keeps those methods and runs
+only the others; models and methods can run in parallel processes with
+``--models`` / ``--methods``, and a last ``--draw-only`` run draws the
+table and figure) and the speed
+ratios in evidence_vs_n_speedups.txt; prints the
+table.
+"""
+
+import argparse
+import contextlib
+import json
+import math
+import signal
+import time
+
+import numpy as np
+from sklearn.base import is_classifier
+
+import _common as C
+
+GRIDS = {
+    "quick": {"linear": [1000, 3000, 10_000, 30_000, 100_000],
+              "logistic": [1000, 3000, 10_000], "gmm": [1000, 3000, 10_000]},
+    "full": {"linear": [1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000],
+             "logistic": [1000, 2000, 5000, 10_000, 20_000],
+             "gmm": [1000, 2000, 5000, 10_000, 20_000]},
+}
+COLUMNS = ["model", "method", "N", "log Z", "log Z / N", "reference", "ref. source", "error",
+           "relative error", "log Z std", "CPU s", "status"]
+FORMATS = {"log Z": ".2f", "log Z / N": ".5f", "reference": ".2f", "error": "+.2f",
+           "relative error": ".1e", "log Z std": ".2f", "CPU s": ".1f"}
+
+
+def references(model, sizes, quick):
+    """``{N: (value, standard error, source)}`` where a reference exists."""
+    cls, params, data = C.MODELS[model]
+    out = {}
+    for n in sizes:
+        X, y = data(n)
+        if model == "linear":
+            out[n] = (cls(**params).exact_log_evidence(X, y), 0.0, "exact")
+        elif model == "logistic":
+            from bench_logistic import importance_sampling
+
+            # Fewer proposal draws in quick mode; the standard error says how good.
+            draws = max(4000, int((2e7 if quick else 2e8) // n))
+            value, se, _, _ = importance_sampling(X, y, len(np.unique(y)), n_samples=draws)
+            out[n] = (value, se, "importance sampling")
+        else:
+            from bench_gmm import REFERENCE
+
+            if n in REFERENCE:
+                out[n] = (*REFERENCE[n], "dynesty (bench_gmm.py)")
+    return out
+
+
+class RunTimeout(Exception):
+    """One fit ran past ``--run-timeout``."""
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raise :class:`RunTimeout` in the main thread after ``seconds`` (SIGALRM)."""
+    def expire(signum, frame):
+        raise RunTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(max(1, int(seconds)))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_online(cls, method, params, data, sizes, args):
+    """Stream the largest N through ``partial_fit``, read off at every grid point.
+
+    Returns ``{N: (log Z, std, seconds, warnings)}``, the trace and the N
+    whose block ran past ``--run-timeout`` (or None).
+    """
+    X, y = data(sizes[-1])
+    est = C.make_estimator(cls, method, params, random_state=args.seed)
+    # A classifier's first partial_fit must know every class.
+    kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
+    results, total, start, timed_out = {}, 0.0, 0, None
+    for n in sizes:
+        try:
+            with deadline(args.run_timeout):
+                seconds, caught = C.partial_fit_timed(
+                    est, X[start:n], None if y is None else y[start:n], **kwargs)
+        except RunTimeout:  # partial_fit restored the estimator as it was
+            timed_out = n
+            break
+        total += seconds
+        start = n
+        results[n] = (est.log_evidence_, C.std_of(est), total, len(caught))
+        if total > args.max_seconds:
+            break
+    trace = getattr(est, "evidence_trace_", None)
+    trace = None if trace is None else (trace["n_seen"], trace["log_evidence"])
+    return results, trace, timed_out
+
+
+def run_refits(cls, method, params, data, sizes, args):
+    """Fit from scratch at every N until one fit took longer than ``max_seconds``."""
+    results, timed_out = {}, None
+    for n in sizes:
+        X, y = data(n)
+        est = C.make_estimator(cls, method, params, random_state=args.seed)
+        try:
+            with deadline(args.run_timeout):
+                seconds, caught = C.fit_timed(est, X, y)
+        except RunTimeout:
+            timed_out = n
+            break
+        results[n] = (est.log_evidence_, C.std_of(est), seconds, len(caught))
+        if seconds > args.max_seconds:
+            break
+    return results, None, timed_out
+
+
+def run_dynesty(model, data, sizes, args):
+    """dynesty's static nested sampling (500 live points), the bench_*.py settings, per N."""
+    results = {}
+    for n in sizes:
+        X, y = data(n)
+        t = time.process_time()
+        if model == "linear":
+            from bench_linreg import run_dynesty as ns
+
+            log_z, err, _ = ns(X, y, seed=args.seed)
+        elif model == "logistic":
+            from bench_logistic import run_dynesty as ns
+
+            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=args.seed)
+        else:
+            from bench_gmm import run_dynesty as ns
+
+            log_z, err = ns(X, args.seed), math.nan
+        seconds = time.process_time() - t
+        results[n] = (log_z, err, seconds, 0)
+        if seconds > args.max_seconds:
+            break
+    return results, None, None
+
+
+def run_method(model, method, sizes, args):
+    """Raw results of one method on one model: ``{"status", "results", "trace"}``.
+
+    ``results`` maps N to ``[log Z, log_evidence_std_, seconds, warnings]``
+    (JSON-ready); ``trace`` is the online run's ``[n_seen, log_evidence]``.
+    """
+    cls, params, data = C.MODELS[model]
+    status = "available" if method == "dynesty" else C.method_status(cls, method)
+    if status != "available":
+        return {"status": status, "results": {}, "trace": None}
+    try:
+        if method == "dynesty":
+            results, trace, timed_out = run_dynesty(model, data, sizes, args)
+        else:
+            runner = run_online if method in C.ONLINE_METHODS else run_refits
+            results, trace, timed_out = runner(cls, method, params, data, sizes, args)
+    except Exception as exc:  # one failing method must not lose the others' rows
+        return {"status": f"failed: {type(exc).__name__}: {str(exc)[:80]}", "results": {},
+                "trace": None}
+    results = {str(n): [float(v) if not isinstance(v, str) else v for v in r]
+               for n, r in results.items()}
+    trace = None if trace is None else [np.asarray(t, float).tolist() for t in trace]
+    if not results:
+        return {"status": f"timed out (one run at N = {timed_out} > {args.run_timeout:g} s)",
+                "results": {}, "trace": None}
+    return {"status": "ok", "results": results, "trace": trace,
+            "max_seconds": args.max_seconds, "timed_out": timed_out,
+            "run_timeout": args.run_timeout}
+
+
+def table_rows(model, sizes, refs, runs):
+    rows = []
+    for method, run in runs.items():
+        if run["status"] != "ok":
+            rows.append({"model": model, "method": method, "status": run["status"]})
+            continue
+        for n in sizes:
+            row = {"model": model, "method": method, "N": n}
+            if str(n) not in run["results"]:
+                if n == run.get("timed_out"):
+                    row["status"] = f"stopped after {run['run_timeout']:g} s"
+                else:
+                    row["status"] = f"not run (> {run['max_seconds']:g} s at a smaller N)"
+                rows.append(row)
+                continue
+            log_z, std, seconds, n_warn = run["results"][str(n)]
+            row.update({"log Z": log_z, "log Z / N": log_z / n, "log Z std": std,
+                        "CPU s": seconds, "status": "ok"})
+            if n_warn:
+                row["status"] = f"ok, {n_warn:g} warning(s)"
+            if n in refs:
+                ref, _, source = refs[n]
+                row.update({"reference": ref, "ref. source": source, "error": log_z - ref,
+                            "relative error": abs(log_z - ref) / abs(ref)})
+            rows.append(row)
+    return rows
+
+
+def plot(store, models):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(models), 3, figsize=(13, 3.3 * len(models)), squeeze=False)
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = dict(zip(C.METHODS + ("dynesty",), cycle))
+    for (ax_z, ax_err, ax_t), model in zip(axes, models):
+        refs = {int(n): v for n, v in store[model]["refs"].items()}
+        for method, run in store[model]["runs"].items():
+            if run["status"] != "ok":
+                continue
+            results, trace = run["results"], run["trace"]
+            ns = np.array(sorted(int(n) for n in results))
+            log_z = np.array([results[str(n)][0] for n in ns])
+            seconds = np.array([results[str(n)][2] for n in ns])
+            c = colours[method]
+            if trace is not None:  # an online run: its estimate after every chunk
+                n_seen, trace_z = np.array(trace)
+                ax_z.plot(n_seen, trace_z / n_seen, color=c, lw=1, label=method)
+                ax_z.plot(ns, log_z / ns, "o", color=c, ms=4)
+            else:
+                ax_z.plot(ns, log_z / ns, "s--", color=c, ms=5, label=method)
+            with_ref = [i for i, n in enumerate(ns) if n in refs]
+            if with_ref:
+                err = log_z[with_ref] - np.array([refs[n][0] for n in ns[with_ref]])
+                ax_err.plot(ns[with_ref], err, "o-" if trace is not None else "s--", color=c,
+                            label=method)
+            ax_t.plot(ns, seconds, "o-" if trace is not None else "s--", color=c, label=method)
+        if refs:
+            rn = np.array(sorted(refs))
+            rv = np.array([refs[n][0] for n in rn])
+            ax_z.plot(rn, rv / rn, "kx", ms=7, label=refs[rn[0]][2].split(" (")[0])
+            se = np.array([refs[n][1] for n in rn])
+            ax_err.fill_between(rn, -2 * se, 2 * se, color="0.8", label="reference +- 2 s.e.")
+        ax_err.axhline(0.0, color="k", lw=0.8)
+        ax_z.set(xscale="log", xlabel="N", ylabel="log Z / N", title=f"{model}: log Z / N")
+        ax_err.set(xscale="log", xlabel="N", ylabel="log Z - reference (nats)",
+                   title=f"{model}: error")
+        ax_t.set(xscale="log", yscale="log", xlabel="N", ylabel="CPU seconds",
+                 title=f"{model}: run time (fit of the first N)")
+        for ax in (ax_z, ax_err, ax_t):
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+    fig.suptitle("Cameron, Eggers & Kroon (2019) section 7.1 on this machine "
+                 "(one thread, shared CPU)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def speedups(rows):
+    """Lines saying how many times slower each method was than SGAIS at the largest common N."""
+    lines = []
+    by = {}
+    for r in rows:
+        if r.get("status", "").startswith("ok"):
+            by.setdefault((r["model"], r["method"]), {})[r["N"]] = r["CPU s"]
+    for (model, method), times in sorted(by.items()):
+        sg = by.get((model, "sgais"), {})
+        common = sorted(set(times) & set(sg))
+        if method == "sgais" or not common:
+            continue
+        n = common[-1]
+        lines.append(f"{model}: {method} took {times[n] / sg[n]:.1f}x the time of sgais at "
+                     f"N = {n} ({times[n]:.1f} s against {sg[n]:.1f} s)")
+    return lines
+
+
+def load_raw(model, sizes):
+    """The stored results of ``model`` on this grid: ``{"refs", "runs"}`` (maybe empty).
+
+    Reads ``evidence_vs_n.MODEL.METHOD.json`` (one per method) and, under
+    them, a whole-model ``evidence_vs_n.MODEL.json`` of earlier versions.
+    """
+    old = {"runs": {}}
+    whole = C.OUTDIR / f"evidence_vs_n.{model}.json"
+    if whole.exists():
+        data = json.loads(whole.read_text())
+        if data.get("sizes") == sizes:
+            old = {"refs": data["refs"], "runs": dict(data["runs"])}
+    for path in sorted(C.OUTDIR.glob(f"evidence_vs_n.{model}.*.json")):
+        data = json.loads(path.read_text())
+        method = path.name[len(f"evidence_vs_n.{model}."):-len(".json")]
+        if data.get("sizes") != sizes:
+            continue  # another grid: nothing to reuse
+        old["refs"] = data["refs"]
+        prev = old["runs"].get(method)
+        if prev is None or prev["status"] != "ok" or data["run"]["status"] == "ok":
+            old["runs"][method] = data["run"]
+    return old
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
+    parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
+    parser.add_argument("--sizes", nargs="+", type=float, default=None,
+                        help="one grid for every model (multiples of 500)")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="no larger N for a method after a run this long "
+                             "(CPU seconds; default 30 with --quick, 1200 otherwise)")
+    parser.add_argument("--dynesty", nargs="*", choices=list(C.MODELS), default=[],
+                        help="also run dynesty (external nested sampling, 500 live points) "
+                             "on these models; slow beyond the linear model")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the methods that ran in the last run's evidence_vs_n.json "
+                             "(same grid) and run only the others, e.g. methods added since")
+    parser.add_argument("--run-timeout", type=float, default=None,
+                        help="stop a single fit after this many wall-clock seconds "
+                             "(default 20 x --max-seconds: a loaded machine)")
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="run only these methods (others are kept from --reuse or "
+                             "listed as not run)")
+    parser.add_argument("--draw-only", action="store_true",
+                        help="run nothing: draw the table and figure from the raw results")
+    parser.add_argument("--rerun", nargs="*", default=[],
+                        help="with --reuse: run these methods again all the same")
+    args = parser.parse_args()
+    args.reuse = args.reuse or args.draw_only
+    if args.max_seconds is None:
+        args.max_seconds = 30.0 if args.quick else 1200.0
+    if args.run_timeout is None:
+        args.run_timeout = 20 * args.max_seconds
+    C.single_thread()
+    grid = GRIDS["quick" if args.quick else "full"]
+    store, rows, t0 = {}, [], time.perf_counter()
+    for model in args.models:
+        sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
+        old = load_raw(model, sizes) if args.reuse else {}
+        refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
+                else references(model, sizes, args.quick))
+        runs = {}
+        methods = list(C.METHODS) + (["dynesty"] if model in args.dynesty else [])
+        for method in methods:
+            prev = old.get("runs", {}).get(method)
+            if prev is not None and (prev["status"] == "ok" or args.draw_only) \
+                    and method not in args.rerun:
+                runs[method] = prev
+                print(f"[{model} {method}: reused]", flush=True)
+                continue
+            if args.draw_only or (args.methods and method not in args.methods):
+                if prev is None and not (args.draw_only and method == "dynesty"):
+                    runs[method] = {"status": "not run (--methods / time budget)",
+                                    "results": {}, "trace": None}
+                continue
+            runs[method] = run_method(model, method, sizes, args)
+            print(f"[{model} {method}: {runs[method]['status']} after "
+                  f"{time.perf_counter() - t0:.0f} s]", flush=True)
+            # One file per model and method, written as soon as the method is done: an
+            # interrupted run resumes (--reuse), and methods can run in parallel processes.
+            C.OUTDIR.mkdir(parents=True, exist_ok=True)
+            (C.OUTDIR / f"evidence_vs_n.{model}.{method}.json").write_text(json.dumps(
+                {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                 "run": runs[method]}, indent=1))
+        store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
+                        "runs": runs}
+        rows += table_rows(model, sizes, refs, runs)
+    C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
+    notes = speedups(rows)
+    print("\n".join(notes))
+    (C.OUTDIR / "evidence_vs_n_speedups.txt").write_text(
+        "\n".join(notes + [f"command: {C.command_line()}"]) + "\n")
+    C.save_figure(plot(store, args.models), "evidence_vs_n")
+
+
+if __name__ == "__main__":
+    main()
