@@ -55,9 +55,10 @@ def update(model, state, config, batch, move=None, callback=None):
 
 def _condition_on_chunk(model, state, config, chunk):
     store = state.reservoir.data() if state.n_seen > 0 else None
+    acceptance = None
     if store is not None:
         # Resampled particles hold copies; NS needs distinct live points.
-        state.theta = sgais.exact_move(model, state, config, chunk, 0.0).theta
+        acceptance = sgais.take_move(state, sgais.exact_move(model, state, config, chunk, 0.0))
 
     def log_prior_and_grad(theta):
         log_p, g = model.log_prior(theta), model.grad_log_prior(theta)
@@ -74,4 +75,5 @@ def _condition_on_chunk(model, state, config, chunk):
     state.log_evidence_var += result.log_evidence_std**2
     state.reservoir.append(chunk, state.generator)
     state.n_seen += batch_size_of(chunk)
-    sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]))
+    sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]),
+                       acceptance=acceptance)

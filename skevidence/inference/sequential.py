@@ -79,8 +79,7 @@ def update(model, state, config, batch, move=None, callback=None):
         start = end
         predictive_ess = _add_predictive(model, state, chunk)
         sgais._maybe_refresh_reference(model, state, config)
-        moved = move(model, state, config, chunk, 1.0)
-        state.theta = moved if isinstance(moved, torch.Tensor) else moved.theta
+        acceptance = sgais.take_move(state, move(model, state, config, chunk, 1.0))
         n_lost = _replace_diverged(state)
         state.reservoir.append(chunk, state.generator)
         if state.cv is not None:
@@ -89,8 +88,8 @@ def update(model, state, config, batch, move=None, callback=None):
         # The trace's ESS is that of the chunk's predictive estimate: the
         # particles carry no weights, and a small one flags a chunk the
         # particles could not predict (a shift in the stream, lagging moves).
-        sgais.record_chunk(state, 1, ess_value=predictive_ess, n_diverged=n_lost,
-                           max_diverged_fraction=n_lost / state.theta.shape[0])
+        sgais.record_chunk(state, 1, ess_value=predictive_ess, acceptance=acceptance,
+                           n_diverged=n_lost, max_diverged_fraction=n_lost / state.theta.shape[0])
         if callback is not None:
             callback(state, 1.0, 0)
     return state

@@ -36,7 +36,7 @@ from .reservoir import Reservoir
 
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
-    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "record_chunk", "AnnealingWarning",
+    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "record_chunk", "take_move", "AnnealingWarning",
 ]
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -487,14 +487,23 @@ def _resample_to(state, m):
 
 
 def _apply_move(state, result, tally):
-    """Take the moved particles, and the adapted step size, from a move's result."""
+    acceptance = take_move(state, result)
+    if acceptance is not None:
+        tally.acceptances.append(acceptance)
+
+
+def take_move(state, result):
+    """Take the moved particles, and the adapted step size, from a move's result.
+
+    ``result`` is a :class:`MoveResult` or a tensor of particles; returns
+    the move's acceptance rate (None for unadjusted moves).
+    """
     if isinstance(result, torch.Tensor):
         result = MoveResult(result)
     state.theta = result.theta
-    if result.acceptance is not None:
-        tally.acceptances.append(result.acceptance)
     if result.step_size is not None:
         state.exact_step_size = result.step_size
+    return result.acceptance
 
 
 def _tally_divergences(tally, n_lost, fraction, n_resampled):
