@@ -350,6 +350,18 @@ def parse_assignments(items):
     return out
 
 
+def estimator_settings(args):
+    """EvidenceGMM parameters from ``--param`` / ``--engine``; sets and prints the threads."""
+    torch.set_num_threads(args.threads)
+    params = parse_assignments(args.param)
+    engine = parse_assignments(args.engine)
+    if engine:
+        params["engine_options"] = engine
+    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
+          f"threads {args.threads}")
+    return params
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
@@ -361,13 +373,7 @@ def main():
     parser.add_argument("--dynesty", action="store_true", help="also run dynesty (slow)")
     parser.add_argument("--smc", action="store_true", help="also run tempered SMC (slow)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    params = parse_assignments(args.param)
-    engine = parse_assignments(args.engine)
-    if engine:
-        params["engine_options"] = engine
-    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
-          f"threads {args.threads}")
+    params = estimator_settings(args)
     header = f"{'N':>7} {'seed':>4} {'time s':>8} {'log Z':>12} {'reference':>12} {'diff':>8}"
     print(header)
     print("-" * len(header))

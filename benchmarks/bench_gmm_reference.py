@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gmm import (log_posterior, parse_assignments, posterior_modes,  # noqa: E402
+from bench_gmm import (estimator_settings, log_posterior, posterior_modes,  # noqa: E402
                        relabelling_maps)
 
 from skevidence import EvidenceGMM  # noqa: E402
@@ -145,13 +145,7 @@ def main():
     parser.add_argument("--engine", nargs="*", help="engine setting overrides, key=value")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    params = parse_assignments(args.param)
-    engine = parse_assignments(args.engine)
-    if engine:
-        params["engine_options"] = engine
-    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
-          f"threads {args.threads}")
+    params = estimator_settings(args)
     header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'log Z':>12} "
               f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
     print(header)
