@@ -140,3 +140,14 @@ def test_posterior_scale_matches_the_conjugate_posterior():
                        torch.ones(1, 2, 1, dtype=torch.float64))
     assert float(model.posterior_scale(theta, n)[0, 0]) == pytest.approx(
         1.0 / math.sqrt(n * 0.16), rel=1e-3)
+
+
+def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
+    # The exact warm-up evaluates Model.prepare_batch's batch; it must be
+    # the same function of theta as the plain batch.
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 7, 2)
+    X = torch.as_tensor(gaussian_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 2))
+    for a, b in zip(model.log_likelihood_and_grad(theta, (X,)),
+                    model.log_likelihood_and_grad(theta, model.prepare_batch((X,)))):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)

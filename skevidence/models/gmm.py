@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from .base import Model
+from .base import Model, PreparedBatch
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -155,7 +155,11 @@ class GaussianMixtureModel(Model):
 
     # -- likelihood ------------------------------------------------------------------
 
-    def _log_joint(self, theta, X):
+    def prepare_batch(self, batch):
+        """The batch with its features ``[x^2, x, 1]`` (:meth:`_log_joint`'s right factor)."""
+        return PreparedBatch(batch, features=_joint_features(batch[0]))
+
+    def _log_joint(self, theta, X, prepared=None):
         """``log w_k + log N(x_b | mean_k, diag var_k)``, laid out ``[M, K, B]``.
 
         Components sit on the middle axis because torch's softmax and
@@ -172,7 +176,7 @@ class GaussianMixtureModel(Model):
         const = log_w - 0.5 * ((means.square() * precision).sum(2) + log_var.sum(2)
                                + D * _LOG_2PI)
         coef = torch.cat([-0.5 * precision, means * precision, const[:, :, None]], dim=2)
-        features = torch.cat([X.square(), X, X.new_ones(X.shape[0], 1)], dim=1)  # [B, 2D + 1]
+        features = _joint_features(X) if prepared is None else prepared["features"]
         return (coef.reshape(M * K, 2 * D + 1) @ features.T).reshape(M, K, -1)
 
     def log_predictive_components(self, theta, X):
@@ -211,16 +215,19 @@ class GaussianMixtureModel(Model):
         M, B = theta.shape[0], X.shape[0]
         K, D = self.n_components, self.n_features
         _, means, log_var = self._split(theta)
-        joint = self._log_joint(theta, X)  # [M, K, B], overwritten by the responsibilities
+        prepared = batch.stats if isinstance(batch, PreparedBatch) else None
+        # [M, K, B], overwritten by the responsibilities
+        joint = self._log_joint(theta, X, prepared)
         top = joint.detach().amax(dim=1, keepdim=True)
         resp = (joint - top if joint.requires_grad else joint.sub_(top)).exp_()
         total = resp.sum(1)  # [M, B]
         log_lik = (total.log() + top.squeeze(1)).sum(1)
-        resp = resp.div_(total[:, None]) if not resp.requires_grad else resp / total[:, None]
-        Nk = resp.sum(2)  # [M, K]
-        features = torch.cat([X, X.square()], dim=1)
-        moments = (resp.reshape(M * K, B) @ features).reshape(M, K, 2 * D)
-        S1, S2 = moments[:, :, :D], moments[:, :, D:]
+        inv_total = total.reciprocal()[:, None]
+        resp = resp.mul_(inv_total) if not resp.requires_grad else resp * inv_total
+        features = _joint_features(X) if prepared is None else prepared["features"]
+        # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
+        moments = (resp.reshape(M * K, B) @ features).reshape(M, K, 2 * D + 1)
+        S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
         weights = self._log_weights(theta[:, : K - 1]).exp()
         g_logits = Nk[:, : K - 1] - B * weights[:, : K - 1]
         precision = torch.exp(-log_var)
@@ -284,6 +291,11 @@ class GaussianMixtureModel(Model):
                        + a * torch.log(b) - a_n * torch.log(b_n)
                        + math.lgamma(a_n) - math.lgamma(a))
         return float(per_feature.sum())
+
+
+def _joint_features(X):
+    """``[x^2, x, 1]`` per observation, ``[B, 2D + 1]``."""
+    return torch.cat([X.square(), X, X.new_ones(X.shape[0], 1)], dim=1)
 
 
 def _per_feature(value, n_features):

@@ -2,7 +2,7 @@
 
 import torch
 
-from .base import GaussianPriorModel
+from .base import GaussianPriorModel, PreparedBatch
 
 __all__ = ["LogisticRegressionModel"]
 
@@ -97,9 +97,17 @@ class LogisticRegressionModel(GaussianPriorModel):
         per-observation gather is needed; the softmax is formed in place.
         """
         X, y = batch
-        s = self._label_statistics(X, y, theta.dtype)  # [d]
+        if isinstance(batch, PreparedBatch):
+            s = batch.stats["labels"]
+        else:
+            s = self._label_statistics(X, y, theta.dtype)  # [d]
         log_norm, proba = _log_normalizer_(self._scores(theta, X), with_proba=True)
         return theta @ s - log_norm.sum(1), s - self._expected_statistics(proba, X)
+
+    def prepare_batch(self, batch):
+        """The batch with its label statistics ``sum_n onehot(y_n) [x_n, 1]``."""
+        X, y = batch
+        return PreparedBatch(batch, labels=self._label_statistics(X, y, X.dtype))
 
     def fisher_information(self, theta, batch):
         """``sum_n kron(diag(p_n) - p_n p_n^T, z_n z_n^T)``, ``z_n = [x_n, 1]``, at ``theta [d]``.
