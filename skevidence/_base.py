@@ -24,8 +24,8 @@ from ._config import torch_threads, with_torch_threads
 from .inference import (ais, diagnostics, nested, online_nested, sequential,
                         sequential_nested, sgais, smc)
 
-__all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC",
-           "normalize_proba"]
+__all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC",
+           "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC", "normalize_proba"]
 
 # Thresholds of the untrustworthy-run warning (see _untrustworthy_reasons).
 # Final ESS below this fraction of the particles: the islands' weights (or
@@ -148,6 +148,10 @@ EXACT_WARMUP_DOC = """While
         exact tempered posterior (cheap while the data are few): small data
         sets give the least Gaussian posteriors (separable classes,
         uncentred features), where unadjusted steps can diverge."""
+# The same, for the estimators whose warm-up moves run in float32
+# (SGAISConfig.warmup_dtype; the weights stay in ``dtype``).
+EXACT_WARMUP_SINGLE_DOC = EXACT_WARMUP_DOC.replace(
+    "steps on the\n", "steps, in single precision, on the\n")
 
 # The fitted attributes that say how far to trust the estimate (all estimators).
 TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float

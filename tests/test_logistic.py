@@ -317,3 +317,14 @@ def test_fused_log_likelihood_and_grad_match_the_separate_methods():
     expected_log_lik, expected_grad = Model.log_likelihood_and_grad(model, theta, (X, y))
     torch.testing.assert_close(log_lik, expected_log_lik, rtol=1e-12, atol=1e-10)
     torch.testing.assert_close(grad, expected_grad, rtol=1e-12, atol=1e-10)
+
+
+def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
+    model = LogisticRegressionModel(3, 4)
+    g = torch.Generator().manual_seed(1)
+    theta = 3.0 * torch.randn(5, model.n_params, generator=g, dtype=torch.float64)
+    X = torch.randn(40, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(4, (40,), generator=g)
+    for a, b in zip(model.log_likelihood_and_grad(theta, (X, y)),
+                    model.log_likelihood_and_grad(theta, model.prepare_batch((X, y)))):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)

@@ -19,12 +19,12 @@ X3 = gaussian_blobs(5000, [[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]], [1.0, 0.7, 1.3]
 
 def test_one_component_evidence_matches_closed_form():
     X = gaussian_blobs(1000, [[1.0, -2.0]], [[1.5, 0.6]], [1.0], 5)
-    est = EvidenceGMM(n_components=1, n_particles=32, random_state=0).fit(X)
+    est = EvidenceGMM(n_components=1, n_particles=64, random_state=0).fit(X)
     exact = est.exact_log_evidence(X)
-    # Over random_state 0-4 the errors were -0.08, 0.65, 0.27, 0.17, -0.22
-    # nats with the paper's priors and unadjusted warm-up, and -0.08, -0.04,
-    # 0.75, -0.09, -0.20 with data-scale priors and the adjusted warm-up
-    # (largest 0.75); 1 nat is the bar.
+    # With 32 particles the errors over random_state 0-7 reached 1.06 (double
+    # precision warm-up) and 1.21 (single, the default; RMS 0.48 and 0.54);
+    # with 64 particles they were 0.12, 0.07, -0.09, 0.16, -0.28, 0.01,
+    # 0.49, -0.45 (RMS 0.27, largest 0.49); 1 nat is the bar.
     assert abs(est.log_evidence_ - exact) < 1.0
     assert est.weights_.shape == (1,)
     assert est.covariances_.shape == (1, 2)
@@ -159,9 +159,12 @@ def test_rescaling_the_data_shifts_the_evidence_by_the_jacobian(n_components):
     # so the shift is exact up to rounding: the measured deviation from
     # -N D log c was below 1e-9 nats for c = 1e-3 and 1e4 on these data
     # (and on iris with 1 and 2 components); 1e-6 leaves room for rounding.
+    # In double precision throughout: the default single-precision warm-up
+    # rounds differently at each scale, which flips Metropolis decisions.
     X = X3[:300]
     N, D = X.shape
-    params = dict(n_components=n_components, n_particles=32, n_burnin=5, random_state=0)
+    params = dict(n_components=n_components, n_particles=32, n_burnin=5, random_state=0,
+                  engine_options={"warmup_dtype": None})
     base = EvidenceGMM(**params).fit(X).log_evidence_
     for c in (1e-3, 1e4):
         scaled = EvidenceGMM(**params).fit(X * c)

@@ -29,6 +29,18 @@ def test_analytic_gradients_match_autograd(n_components):
     torch.testing.assert_close(model.grad_log_prior(theta), Model.grad_log_prior(model, theta))
 
 
+def test_fused_log_likelihood_and_grad_match_the_separate_methods():
+    # The exact warm-up's fused kernel (one joint, softmax in place) against
+    # the log-likelihood summed and autograd's gradient of it.
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 7, 1)
+    X = torch.as_tensor(gaussian_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 1))
+    log_lik, grad = model.log_likelihood_and_grad(theta, (X,))
+    torch.testing.assert_close(log_lik, model.log_likelihood(theta, (X,)).sum(1),
+                               rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(grad, Model.grad_log_likelihood(model, theta, (X,)))
+
+
 def test_log_likelihood_matches_scipy():
     model = GaussianMixtureModel(2, 3)
     theta = _theta(model, 4, 1)
@@ -128,3 +140,14 @@ def test_posterior_scale_matches_the_conjugate_posterior():
                        torch.ones(1, 2, 1, dtype=torch.float64))
     assert float(model.posterior_scale(theta, n)[0, 0]) == pytest.approx(
         1.0 / math.sqrt(n * 0.16), rel=1e-3)
+
+
+def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
+    # The exact warm-up evaluates Model.prepare_batch's batch; it must be
+    # the same function of theta as the plain batch.
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 7, 2)
+    X = torch.as_tensor(gaussian_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 2))
+    for a, b in zip(model.log_likelihood_and_grad(theta, (X,)),
+                    model.log_likelihood_and_grad(theta, model.prepare_batch((X,)))):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)

@@ -193,22 +193,30 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     log_p, g = log_density_and_grad(theta)
     g = _times_factor(g, chol)  # the gradient in the coordinates L^{-1} theta
     p = _gaussian(M, d, generator, theta)
-    n_accepted = torch.zeros((), dtype=theta.dtype, device=theta.device)
+    accepted = []
+    # The warm-up runs thousands of these steps on small tensors, where each
+    # torch call costs more than its arithmetic: scalar factors ride on
+    # add's alpha, the kinetic energy change is one product
+    # (|p|^2 - |p'|^2 = (p - p') . (p + p')), the uniform's log is an
+    # exponential draw, and a NaN log ratio rejects by itself (NaN < x is False).
     for _ in range(n_steps):
-        p = keep * p + refresh * _gaussian(M, d, generator, theta)
-        p_half = p + 0.5 * eps * g
-        proposal = theta + eps * _times_factor_t(p_half, chol)
+        p = torch.add(p.mul_(keep), _gaussian(M, d, generator, theta), alpha=refresh)
+        p_half = torch.add(p, g, alpha=0.5 * eps)
+        proposal = torch.add(theta, _times_factor_t(p_half, chol), alpha=eps)
         log_p_new, g_new = log_density_and_grad(proposal)
         g_new = _times_factor(g_new, chol)
-        p_new = p_half + 0.5 * eps * g_new
-        log_ratio = log_p_new - log_p - 0.5 * (p_new**2).sum(1) + 0.5 * (p**2).sum(1)
-        log_ratio = torch.nan_to_num(log_ratio, nan=-math.inf)
-        log_u = torch.log(torch.rand(M, generator=generator, dtype=theta.dtype,
-                                     device=theta.device))
-        accept = log_u < log_ratio
-        theta = torch.where(accept[:, None], proposal, theta)
+        p_new = torch.add(p_half, g_new, alpha=0.5 * eps)
+        kinetic = ((p - p_new) * (p + p_new)).sum(1)
+        log_ratio = torch.add(log_p_new - log_p, kinetic, alpha=0.5)
+        exponential = torch.empty(M, dtype=theta.dtype, device=theta.device).exponential_(
+            generator=generator)
+        accept = log_ratio > exponential.neg_()  # log U = -Exp(1)
+        column = accept[:, None]
+        theta = torch.where(column, proposal, theta)
         log_p = torch.where(accept, log_p_new, log_p)
-        g = torch.where(accept[:, None], g_new, g)
-        p = torch.where(accept[:, None], p_new, -p)
-        n_accepted = n_accepted + accept.to(theta.dtype).mean()
-    return theta, float(n_accepted) / max(n_steps, 1)
+        g = torch.where(column, g_new, g)
+        p = torch.where(column, p_new, p.neg_())
+        accepted.append(accept)
+    if not accepted:
+        return theta, 0.0
+    return theta, float(torch.stack(accepted).sum()) / (n_steps * M)

@@ -82,6 +82,12 @@ class SGAISConfig:
     # exact_move): few data give the least Gaussian posteriors, where a
     # step size that suits the particles' covariance can still diverge.
     exact_warmup: bool = True
+    # "float32" runs the exact warm-up's moves in single precision (the
+    # particles, data and preconditioner cast for the move, the weights
+    # still in the particles' dtype): exponentials and products cost half,
+    # and a rounding of ~1e-7 of the log density only perturbs the
+    # Metropolis test. None moves in the particles' dtype.
+    warmup_dtype: str | None = None
     # Particle islands (see islands.py): resampling stays within each of
     # this many islands (fewer for small clouds), whose spread of evidence
     # estimates gives log_evidence_std.
@@ -182,6 +188,7 @@ _CHOICES = {
     "precondition": (None, "covariance", "model", "curvature"),
     "control_variate": (None, "shared", "particle"),
     "integrator": ("baoab", "sghmc"),
+    "warmup_dtype": (None, "float32"),
 }
 
 
@@ -785,10 +792,13 @@ def exact_move(model, state, config, chunk, lam):
     move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
     carries the acceptance and the next move's step size.
     """
+    work = _warmup_dtype(state, config)
+    chunk_w = model.prepare_batch(_cast_batch(chunk, work))
     store = state.reservoir.data() if state.n_seen > 0 else None
+    store = model.prepare_batch(_cast_batch(store, work)) if store is not None else None
 
     def log_density_and_grad(theta):
-        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk)
+        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk_w)
         log_p = model.log_prior(theta) + lam * log_lik
         g = model.grad_log_prior(theta) + lam * g_lik
         if store is not None:
@@ -805,14 +815,27 @@ def exact_move(model, state, config, chunk, lam):
         return theta
 
     theta = _in_preconditioned_coordinates(model, state, config, chunk, lam, run,
-                                           log_density_and_grad, with_log_density=True)
+                                           log_density_and_grad, with_log_density=True,
+                                           dtype=work)
     acceptance = measured["acceptance"]
     step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
     return MoveResult(theta, acceptance, min(max(step, 1e-4), 4.0))
 
 
+def _warmup_dtype(state, config):
+    """The dtype of the exact warm-up's moves: ``config.warmup_dtype`` if lower."""
+    if config.warmup_dtype == "float32" and state.theta.dtype == torch.float64:
+        return torch.float32
+    return state.theta.dtype
+
+
+def _cast_batch(batch, dtype):
+    """The floating tensors of ``batch`` in ``dtype`` (labels stay integers)."""
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
+
+
 def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
-                                   with_log_density=False):
+                                   with_log_density=False, dtype=None):
     """``run(theta, target, chol)`` with the preconditioner of ``config``.
 
     With ``precondition="model"`` the kernel runs in the coordinates
@@ -820,14 +843,19 @@ def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target
     preconditioner ``diag(s_i^2)``. Particles in different modes of a
     multimodal posterior (label switching) then each move on their own
     scale, which one covariance across the cloud cannot give. ``s`` is
-    computed once per move and held fixed during its steps.
+    computed once per move and held fixed during its steps. ``dtype`` (default:
+    the particles') is the one ``run`` works in; the result comes back in
+    the particles' dtype.
     """
+    like = state.theta
+    dtype = like.dtype if dtype is None else dtype
     if config.precondition != "model":
-        return run(state.theta, target, _preconditioner(model, state, config, chunk, lam))
+        chol = _preconditioner(model, state, config, chunk, lam).to(dtype)
+        return run(like.to(dtype), target, chol).to(like.dtype)
     n_eff = state.n_seen + lam * batch_size_of(chunk)
-    scale = model.posterior_scale(state.theta, n_eff)
-    d = state.theta.shape[1]
-    eye = torch.eye(d, dtype=state.theta.dtype, device=state.theta.device)
+    scale = model.posterior_scale(like, n_eff).to(dtype)
+    d = like.shape[1]
+    eye = torch.eye(d, dtype=dtype, device=like.device)
     if with_log_density:
         def scaled(z):
             log_p, g = target(z * scale)
@@ -835,7 +863,7 @@ def _in_preconditioned_coordinates(model, state, config, chunk, lam, run, target
     else:
         def scaled(z):
             return target(z * scale) * scale
-    return run(state.theta / scale, scaled, eye) * scale
+    return (run(like.to(dtype) / scale, scaled, eye) * scale).to(like.dtype)
 
 
 @dataclass

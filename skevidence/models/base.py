@@ -15,7 +15,7 @@ import math
 
 import torch
 
-__all__ = ["GaussianPriorModel", "Model", "batch_size_of", "take"]
+__all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "take"]
 
 
 def batch_size_of(batch):
@@ -26,6 +26,19 @@ def batch_size_of(batch):
 def take(batch, index):
     """Rows ``index`` of every tensor of a batch."""
     return tuple(t[index] for t in batch)
+
+
+class PreparedBatch(tuple):
+    """A batch (tuple of tensors) carrying ``stats``, quantities of it that do not depend on ``theta``.
+
+    Made by :meth:`Model.prepare_batch` for data evaluated at many particle
+    positions in a row; it is still the plain batch to every other method.
+    """
+
+    def __new__(cls, batch, **stats):
+        prepared = super().__new__(cls, batch)
+        prepared.stats = stats
+        return prepared
 
 
 class Model:
@@ -177,6 +190,17 @@ class Model:
         do it once.
         """
         return self.log_likelihood(theta, batch).sum(1), self.grad_log_likelihood(theta, batch)
+
+    def prepare_batch(self, batch):
+        """``batch`` ready for many :meth:`log_likelihood_and_grad` calls at different ``theta``.
+
+        The engine's exact warm-up evaluates the same data at every step of
+        a move. A model may return a :class:`PreparedBatch` with the
+        statistics of the data its likelihood needs (a Gram matrix, label
+        counts) and use them in :meth:`log_likelihood_and_grad`; the
+        default returns ``batch`` unchanged.
+        """
+        return batch
 
     def posterior_scale(self, theta, n_eff):
         """Approximate posterior standard deviation of every coordinate, ``[M, d]``.

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from .base import Model
+from .base import Model, PreparedBatch
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -155,7 +155,11 @@ class GaussianMixtureModel(Model):
 
     # -- likelihood ------------------------------------------------------------------
 
-    def _log_joint(self, theta, X):
+    def prepare_batch(self, batch):
+        """The batch with its features ``[x^2, x, 1]`` (:meth:`_log_joint`'s right factor)."""
+        return PreparedBatch(batch, features=_joint_features(batch[0]))
+
+    def _log_joint(self, theta, X, prepared=None):
         """``log w_k + log N(x_b | mean_k, diag var_k)``, laid out ``[M, K, B]``.
 
         Components sit on the middle axis because torch's softmax and
@@ -166,14 +170,14 @@ class GaussianMixtureModel(Model):
         logits, means, log_var = self._split(theta)
         log_w = self._log_weights(logits)
         precision = torch.exp(-log_var)  # [M, K, D]
-        # sum_j (x_j - m_j)^2 p_j expanded into two matrix products, so no
-        # [M, K, B, D] intermediate is formed.
-        coef = torch.cat([precision, -2.0 * means * precision], dim=2).reshape(M * K, 2 * D)
-        features = torch.cat([X.square(), X], dim=1)  # [B, 2D]
-        quad = (coef @ features.T).reshape(M, K, -1)
+        # -sum_j (x_j - m_j)^2 p_j / 2 expanded, with the constant of each
+        # component as a third block: one [M K, 2D + 1] x [2D + 1, B] product
+        # gives the joint, with no [M, K, B, D] (or further [M, K, B]) tensor.
         const = log_w - 0.5 * ((means.square() * precision).sum(2) + log_var.sum(2)
                                + D * _LOG_2PI)
-        return const[:, :, None] - 0.5 * quad
+        coef = torch.cat([-0.5 * precision, means * precision, const[:, :, None]], dim=2)
+        features = _joint_features(X) if prepared is None else prepared["features"]
+        return (coef.reshape(M * K, 2 * D + 1) @ features.T).reshape(M, K, -1)
 
     def log_predictive_components(self, theta, X):
         """``log w_k + log N(x | mean_k, diag var_k)`` per particle, datum, component.
@@ -198,14 +202,32 @@ class GaussianMixtureModel(Model):
         d/dlogit_k = N_k - B w_k, d/dmean = (S1 - N_k m) / v,
         d/dlog v = -N_k / 2 + (S2 - 2 m S1 + N_k m^2) / (2 v).
         """
+        return self.log_likelihood_and_grad(theta, batch)[1]
+
+    def log_likelihood_and_grad(self, theta, batch):
+        """Both from one ``[M, K, B]`` joint: its logsumexp and its softmax (in place).
+
+        The exact warm-up needs both at every step; computing the joint
+        once halves its cost against :meth:`log_likelihood` plus
+        :meth:`grad_log_likelihood` separately.
+        """
         X = batch[0]
         M, B = theta.shape[0], X.shape[0]
         K, D = self.n_components, self.n_features
         _, means, log_var = self._split(theta)
-        resp = torch.softmax(self._log_joint(theta, X), dim=1)  # [M, K, B]
-        Nk = resp.sum(2)  # [M, K]
-        moments = (resp.reshape(M * K, B) @ torch.cat([X, X.square()], dim=1)).reshape(M, K, 2 * D)
-        S1, S2 = moments[:, :, :D], moments[:, :, D:]
+        prepared = batch.stats if isinstance(batch, PreparedBatch) else None
+        # [M, K, B], overwritten by the responsibilities
+        joint = self._log_joint(theta, X, prepared)
+        top = joint.detach().amax(dim=1, keepdim=True)
+        resp = (joint - top if joint.requires_grad else joint.sub_(top)).exp_()
+        total = resp.sum(1)  # [M, B]
+        log_lik = (total.log() + top.squeeze(1)).sum(1)
+        inv_total = total.reciprocal()[:, None]
+        resp = resp.mul_(inv_total) if not resp.requires_grad else resp * inv_total
+        features = _joint_features(X) if prepared is None else prepared["features"]
+        # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
+        moments = (resp.reshape(M * K, B) @ features).reshape(M, K, 2 * D + 1)
+        S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
         weights = self._log_weights(theta[:, : K - 1]).exp()
         g_logits = Nk[:, : K - 1] - B * weights[:, : K - 1]
         precision = torch.exp(-log_var)
@@ -213,7 +235,7 @@ class GaussianMixtureModel(Model):
         g_means = (S1 - Nk3 * means) * precision
         sq = S2 - 2.0 * means * S1 + Nk3 * means.square()
         g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
-        return torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
+        return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
 
     def posterior_scale(self, theta, n_eff):
         """Per-particle posterior standard deviations from the Fisher information.
@@ -269,6 +291,11 @@ class GaussianMixtureModel(Model):
                        + a * torch.log(b) - a_n * torch.log(b_n)
                        + math.lgamma(a_n) - math.lgamma(a))
         return float(per_feature.sum())
+
+
+def _joint_features(X):
+    """``[x^2, x, 1]`` per observation, ``[B, 2D + 1]``."""
+    return torch.cat([X.square(), X, X.new_ones(X.shape[0], 1)], dim=1)
 
 
 def _per_feature(value, n_features):

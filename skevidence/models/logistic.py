@@ -2,7 +2,7 @@
 
 import torch
 
-from .base import GaussianPriorModel
+from .base import GaussianPriorModel, PreparedBatch
 
 __all__ = ["LogisticRegressionModel"]
 
@@ -90,12 +90,24 @@ class LogisticRegressionModel(GaussianPriorModel):
         return self._grad_from_probabilities(_softmax_classes_(self._scores(theta, X)), X, y)
 
     def log_likelihood_and_grad(self, theta, batch):
-        """Both from one product ``W X^T`` and one exponential of the scores."""
+        """Both from one product ``W X^T`` and one exponential of the scores.
+
+        The labels enter linearly: ``sum_n score_{y_n}(x_n) = theta . s`` with
+        ``s = sum_n onehot(y_n) [x_n, 1]`` (the gradient's data term), so no
+        per-observation gather is needed; the softmax is formed in place.
+        """
         X, y = batch
-        scores = self._scores(theta, X)  # [M, K, B]
-        picked = _picked(scores, y)
-        log_norm, proba = _log_normalizer_(scores, with_proba=True)
-        return (picked - log_norm).sum(1), self._grad_from_probabilities(proba, X, y)
+        if isinstance(batch, PreparedBatch):
+            s = batch.stats["labels"]
+        else:
+            s = self._label_statistics(X, y, theta.dtype)  # [d]
+        log_norm, proba = _log_normalizer_(self._scores(theta, X), with_proba=True)
+        return theta @ s - log_norm.sum(1), s - self._expected_statistics(proba, X)
+
+    def prepare_batch(self, batch):
+        """The batch with its label statistics ``sum_n onehot(y_n) [x_n, 1]``."""
+        X, y = batch
+        return PreparedBatch(batch, labels=self._label_statistics(X, y, X.dtype))
 
     def fisher_information(self, theta, batch):
         """``sum_n kron(diag(p_n) - p_n p_n^T, z_n z_n^T)``, ``z_n = [x_n, 1]``, at ``theta [d]``.
@@ -142,19 +154,29 @@ class LogisticRegressionModel(GaussianPriorModel):
         return torch.cat([weights, k * q + p])
 
     def _grad_from_probabilities(self, proba, X, y):
-        """``sum_n (onehot(y_n) - p_n) [x_n, 1]`` from the probabilities ``[M, K, B]``.
+        """``sum_n (onehot(y_n) - p_n) [x_n, 1]`` from the probabilities ``[M, K, B]``."""
+        return self._label_statistics(X, y, proba.dtype) - self._expected_statistics(proba, X)
 
-        The labels' term is the same for every particle (one ``[K, B] x
-        [B, p]`` product); the particles' term is one ``[p, B] x [B, M K]``
-        product, which torch ran twice as fast as ``[M K, B] x [B, p]``.
+    def _label_statistics(self, X, y, dtype):
+        """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]``.
+
+        The same for every particle: one ``[K, B] x [B, p]`` product.
+        """
+        onehot = torch.nn.functional.one_hot(y, self.n_classes).T.to(dtype)  # [K, B]
+        s = (onehot @ X.to(dtype)).reshape(-1)
+        return torch.cat([s, onehot.sum(1)]) if self.fit_intercept else s
+
+    def _expected_statistics(self, proba, X):
+        """``sum_n p_n [x_n, 1]`` per particle, ``[M, d]``, from ``proba [M, K, B]``.
+
+        One ``[p, B] x [B, M K]`` product, which torch ran twice as fast as
+        ``[M K, B] x [B, p]``.
         """
         M, K, B = proba.shape
-        onehot = torch.nn.functional.one_hot(y, K).T.to(proba.dtype)  # [K, B]
-        expected = (X.T @ proba.reshape(M * K, B).T).T.reshape(M, K, -1)
-        grad_W = ((onehot @ X)[None] - expected).reshape(M, -1)
+        expected = (X.T @ proba.reshape(M * K, B).T).T.reshape(M, -1)
         if not self.fit_intercept:
-            return grad_W
-        return torch.cat([grad_W, onehot.sum(1)[None] - proba.sum(2)], dim=1)
+            return expected
+        return torch.cat([expected, proba.sum(2)], dim=1)
 
 
 def _picked(scores, y):
@@ -192,4 +214,4 @@ def _log_normalizer_(scores, with_proba=False):
     scores.exp_()
     total = scores.sum(1)
     log_norm = total.log() + top.squeeze(1)
-    return log_norm, (scores.div_(total[:, None]) if with_proba else None)
+    return log_norm, (scores.mul_(total.reciprocal()[:, None]) if with_proba else None)
