@@ -18,6 +18,8 @@ and the difference.
 
     python benchmarks/bench_gmm_reference.py --n 4000 20000 --seeds 0 1 2
     python benchmarks/bench_gmm_reference.py --engine exact_warmup=True
+    python benchmarks/bench_gmm_reference.py --n 4000 --geometries unequal --seeds 3 \
+        --trace-at 500 1000 2000 4000    # where the error enters
 """
 
 import argparse
@@ -144,35 +146,89 @@ def main():
     parser.add_argument("--param", nargs="*", help="estimator parameter overrides, key=value")
     parser.add_argument("--engine", nargs="*", help="engine setting overrides, key=value")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--trace-at", type=int, nargs="*",
+                        help="also the error of evidence_trace_ at these n (reference on X[:n])")
     args = parser.parse_args()
     params = estimator_settings(args)
-    header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'log Z':>12} "
+    if args.trace_at:
+        return trace_errors(args, params)
+    header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'cpu s':>7} {'log Z':>12} "
               f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
     print(header)
     print("-" * len(header))
-    diffs, stds = [], []
-    for geometry in args.geometries:
-        for n in args.n:
+    rows = []  # (geometry, n, diff, std)
+    for n in args.n:  # every geometry at the smaller N first
+        for geometry in args.geometries:
             X = make_clusters(n, geometry, args.data_seed)
             ref = None
             for seed in args.seeds:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
-                elapsed = time.perf_counter() - start
+                elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
                 if ref is None:
                     ref = reference_log_evidence(X, model_of(est), n_draws=args.draws)
                 diff = est.log_evidence_ - ref["log_evidence"]
-                diffs.append(diff)
-                stds.append(est.log_evidence_std_)
-                print(f"{geometry:>10} {n:>6} {seed:>4} {elapsed:>7.1f} "
+                rows.append((geometry, n, diff, est.log_evidence_std_))
+                print(f"{geometry:>10} {n:>6} {seed:>4} {elapsed:>7.1f} {cpu:>7.1f} "
                       f"{est.log_evidence_:>12.2f} "
                       f"{ref['log_evidence']:>12.2f} {ref['std_error']:>6.3f} {ref['ess']:>5.2f} "
                       f"{diff:>7.2f} {est.log_evidence_std_:>6.2f}", flush=True)
-    diffs, stds = np.abs(diffs), np.array(stds)
-    print(f"|diff| over {len(diffs)} runs: median {np.median(diffs):.2f}, worst {diffs.max():.2f}; "
-          f"within 1 / 2 log_evidence_std_: {np.mean(diffs <= stds):.2f} / "
-          f"{np.mean(diffs <= 2 * stds):.2f}, mean std / RMS error "
-          f"{stds.mean() / np.sqrt(np.mean(diffs**2)):.2f}")
+    print_summary(rows)
+
+
+def trace_errors(args, params):
+    """Where the error enters: the running estimate minus the reference on ``X[:n]``.
+
+    The fitted model's priors are frozen from all of ``X``, and the trace's
+    ``log_evidence`` at ``n_seen = n`` estimates ``log p(X[:n])`` under them.
+    """
+    print(f"{'geometry':>10} {'N':>6} {'seed':>4} " + " ".join(f"{'n=' + str(m):>8}" for m in
+                                                           args.trace_at)
+          + f" {'std at n':>24}")
+    for n in args.n:
+        for geometry in args.geometries:
+            X = make_clusters(n, geometry, args.data_seed)
+            refs = None
+            for seed in args.seeds:
+                est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
+                if refs is None:
+                    refs = [reference_log_evidence(X[:m], model_of(est),
+                                                   n_draws=args.draws)["log_evidence"]
+                            for m in args.trace_at]
+                trace = est.evidence_trace_
+                at = [int(np.flatnonzero(trace["n_seen"] == m)[0]) for m in args.trace_at]
+                diffs = [trace["log_evidence"][i] - r for i, r in zip(at, refs)]
+                stds = " ".join(f"{trace['log_evidence_std'][i]:.2f}" for i in at)
+                print(f"{geometry:>10} {n:>6} {seed:>4} " + " ".join(f"{d:>8.2f}" for d in diffs)
+                      + f" {stds:>24}", flush=True)
+
+
+def summary_line(label, diffs, stds):
+    """Median / worst |diff| and the fraction within 1 and 2 reported std."""
+    mag = np.abs(diffs)
+    worst = diffs[np.argmax(mag)]
+    return (f"{label:>18} {len(diffs):>4} {np.median(diffs):>7.2f} {np.median(mag):>7.2f} "
+            f"{worst:>7.2f} {np.mean(mag <= stds):>6.2f} {np.mean(mag <= 2 * stds):>6.2f} "
+            f"{stds.mean() / np.sqrt(np.mean(diffs ** 2)):>8.2f}")
+
+
+def print_summary(rows):
+    """Per (geometry, N), per N and overall: the bar is median |diff| <= 0.5, worst <= 1."""
+    print()
+    header = (f"{'group':>18} {'runs':>4} {'median':>7} {'med|d|':>7} {'worst':>7} "
+              f"{'<=1std':>6} {'<=2std':>6} {'std/RMS':>8}")
+    print(header)
+    print("-" * len(header))
+    geometry = np.array([r[0] for r in rows])
+    n = np.array([r[1] for r in rows])
+    diffs = np.array([r[2] for r in rows])
+    stds = np.array([r[3] for r in rows])
+    groups = [(f"{g} {m}", (geometry == g) & (n == m))
+              for m in dict.fromkeys(n) for g in dict.fromkeys(geometry)]
+    groups += [(f"all {m}", n == m) for m in dict.fromkeys(n)] + [("all", n == n)]
+    for label, mask in groups:
+        if mask.any():
+            print(summary_line(label, diffs[mask], stds[mask]))
 
 
 if __name__ == "__main__":
