@@ -215,14 +215,19 @@ class PairJumps:
     in the coordinates ``(z, v)``: ``pi(theta) (1 - w_j - w_k)^(K - 3)
     w_j w_k / prod_l w_l`` (the Jacobians of the additive-log-ratio
     logits and of ``v``). The proposal depends only on what is held and
-    on randomness drawn apart from ``z``: EM for the two components
-    against the held ones as a fixed background, from ``n_starts`` starts
-    at data points the background explains poorly (``em_steps``
-    iterations on ``em_subset`` stored observations, ``polish_steps`` on
-    all of them), then a mixture of diagonal Gaussians at the results and
-    their swaps ``j <-> k``, with the posterior scales of ``n``
-    observations times ``inflation``. Skipped when the store does not
-    hold every observation or ``n_components < 3``.
+    on randomness drawn apart from ``z``: EM for the pair against the held
+    components as a fixed background (``em_steps`` iterations on
+    ``em_subset`` stored observations, ``polish_steps`` on all of them)
+    from a core-and-halo start (a light wide component inside a heavy one)
+    and, with ``n_starts=2``, a split start, plus a one-component fit next
+    to a nearly empty component (:class:`_EmptyComponent`); then an equal
+    mixture of diagonal Gaussians at these fits and their swaps ``j <-> k``,
+    with the posterior scales of ``n`` observations times ``inflation``.
+    The pair is drawn with probability rising with the two components'
+    overlap, and the acceptance ratio includes that choice. Skipped when
+    the store does not hold every observation or ``n_components < 3``.
+    Not used by default: on the paper's mixture its acceptance stays below
+    2% (the notes in benchmarks/bench_gmm.py).
     """
 
     def __init__(self, start=4000, stop=60000, factor=1.15, n_rounds=2, n_starts=2,
@@ -298,33 +303,62 @@ class PairJumps:
         theta = torch.where(accept[:, None], candidate, theta)
         return theta, torch.where(accept, log_post_new, log_post), accept
 
+    def _starts(self, log_bg, X, gen):
+        """EM starts ``[M, S, 2]`` from the data the held components explain poorly.
+
+        The moments of those data (weights ``sigmoid`` of how far below the
+        median their background density lies, less ``margin`` nats) give a
+        core and a halo: ``(mean, var)`` with 90% of the pair's weight and
+        ``(mean, 4 var)`` with 10% (a light component inside a heavy one),
+        and the two halves of a split along a random data direction
+        (two components sharing one cluster).
+        """
+        M = log_bg.shape[0]
+        threshold = log_bg.median(1, keepdim=True).values - self.margin
+        u = torch.sigmoid(threshold - log_bg)  # [M, B]
+        mass = u.sum(1, keepdim=True).clamp_min(1e-12)
+        mean = (u @ X) / mass  # [M, D]
+        var = ((u @ X.square()) / mass - mean.square()).clamp_min(1e-6)
+        share = (mass / X.shape[0]).clamp(0.02, 0.98)  # [M, 1]
+        picks = torch.randint(X.shape[0], (M,), generator=gen, device=X.device)
+        direction = X[picks] - mean
+        direction = direction / (direction.square() / var).sum(1, keepdim=True).sqrt().clamp_min(1e-12)
+        sd = var.sqrt()
+        core = torch.stack([mean, mean], 1), torch.stack([var, 4.0 * var], 1).log(), \
+            torch.log(share * torch.tensor([0.9, 0.1], dtype=X.dtype, device=X.device))
+        split = torch.stack([mean + 0.7 * direction * sd, mean - 0.7 * direction * sd], 1), \
+            torch.stack([0.5 * var, 0.5 * var], 1).log(), torch.log(share * 0.5).expand(M, 2)
+        starts = [core, split][: self.n_starts]
+        means = torch.stack([s[0] for s in starts], 1)
+        log_var = torch.stack([s[1] for s in starts], 1)
+        log_w = torch.stack([s[2] for s in starts], 1)
+        return log_w, means, log_var
+
     def proposal(self, model, theta, j, k, X, gen):
         """The pair proposal ``[M]``: EM against the held components, then Gaussians."""
         M, n = theta.shape[0], X.shape[0]
         dev, dtype = theta.device, theta.dtype
         sub = X[torch.randint(n, (min(self.em_subset, n),), generator=gen, device=dev)]
-        variance = X.var(0).clamp_min(1e-12)
         log_bg_sub = _background_log_density(model, theta, j, k, sub)  # [M, B]
-        # Starts at observations the held components explain poorly (as the births).
-        threshold = log_bg_sub.median(1, keepdim=True).values - self.margin
-        log_pick = torch.log_softmax(-torch.nn.functional.softplus(log_bg_sub - threshold), 1)
-        S = self.n_starts
-        picks = torch.multinomial(log_pick.exp(), 2 * S, replacement=True, generator=gen)
-        means = sub[picks].reshape(M, S, 2, -1)
-        # One narrow and one wide start: the two sides of a light component
-        # inside a heavy one.
-        fractions = torch.tensor([0.1, 0.5], dtype=dtype, device=dev)[None, None, :, None]
-        log_var = torch.log(fractions * variance).expand_as(means).clone()
-        log_w = torch.full(means.shape[:3], math.log(0.1), dtype=dtype, device=dev)
+        log_w, means, log_var = self._starts(log_bg_sub, sub, gen)
+        # The core's start alone gives the one-component fit next to an empty one.
+        params = (log_w, means, log_var)
+        single = (torch.logsumexp(log_w[:, :1], 2, keepdim=True), means[:, :1, :1],
+                  log_var[:, :1, :1])
         b = torch.as_tensor(model.variance_scale, dtype=dtype, device=dev)
         a = model.variance_shape
-        params = (log_w, means, log_var)
         for _ in range(self.em_steps):
             params = _em_step(params, sub, log_bg_sub, a, b)
+            single = _em_step(single, sub, log_bg_sub, a, b)
         log_bg = _background_log_density(model, theta, j, k, X)
         for _ in range(self.polish_steps):
             params = _em_step(params, X, log_bg, a, b)
-        return _PairProposal(*params, n, self.inflation)
+            single = _em_step(single, X, log_bg, a, b)
+        fits = [(tuple(p[:, s, 0] for p in params), tuple(p[:, s, 1] for p in params))
+                for s in range(params[0].shape[1])]
+        fits.append((tuple(p[:, 0, 0] for p in single), None))
+        law = _EmptyComponent(model, n, dtype, dev)
+        return _PairProposal.from_fits(fits, n, self.inflation, law)
 
 
 def _pair_log_probabilities(model, theta, floor):
@@ -393,35 +427,117 @@ def _em_step(params, X, log_bg, a, b):
 
 
 class _PairProposal:
-    """Equal mixture of diagonal Gaussians in ``z`` at the EM results and their swaps."""
+    """Equal mixture over pair configurations (and their swaps ``j <-> k``), per particle.
 
-    def __init__(self, log_w, means, log_var, n, inflation):
-        M, S = log_w.shape[:2]
-        w = log_w.exp().clamp_min(1.0 / n)  # [M, S, 2]
-        # Posterior scales of n observations: log weight, mean, log variance.
-        sd_w = inflation * torch.sqrt(1.0 / (n * w))
-        sd_mean = inflation * torch.sqrt(log_var.exp() / (n * w[..., None]))
-        sd_lv = inflation * torch.sqrt(2.0 / (n * w))[..., None].expand_as(log_var)
-        centre = _flat_block(log_w, means, log_var)  # [M, S, z]
-        scale = _flat_block(sd_w, sd_mean, sd_lv)
-        swap = [1, 0]
-        centre_swapped = _flat_block(log_w[..., swap], means[..., swap, :], log_var[..., swap, :])
-        scale_swapped = _flat_block(sd_w[..., swap], sd_mean[..., swap, :], sd_lv[..., swap, :])
-        self.centre = torch.cat([centre, centre_swapped], 1)  # [M, 2S, z]
-        self.scale = torch.cat([scale, scale_swapped], 1)
+    Each configuration is a product over the two components of either a
+    diagonal Gaussian in ``(log w, mean, log variance)`` at an EM result,
+    with the posterior scales of ``n`` observations times ``inflation``,
+    or the law of an empty component (:class:`_EmptyComponent`).
+    ``halves`` is ``[M, C, 2, 1 + 2 D]`` centres, ``scales`` the same
+    (ignored where ``empty [C, 2]`` is True).
+    """
+
+    def __init__(self, centres, scales, empty, empty_law):
+        self.centres, self.scales, self.empty, self.law = centres, scales, empty, empty_law
+
+    @classmethod
+    def from_fits(cls, fits, n, inflation, empty_law):
+        """``fits``: list of ``(log_w [M, 2], means [M, 2, D], log_var [M, 2, D])``,
+        with ``None`` for a component that is proposed empty."""
+        centres, scales, empty = [], [], []
+        for fit in fits:
+            c, s, e = [], [], []
+            for h in range(2):
+                if fit[h] is None:
+                    ref = next(f for f in fit if f is not None)
+                    shape = torch.cat([ref[0][:, None], ref[1], ref[2]], 1)
+                    c.append(torch.zeros_like(shape))
+                    s.append(torch.ones_like(shape))
+                    e.append(True)
+                    continue
+                log_w, means, log_var = fit[h]
+                w = log_w.exp().clamp_min(1.0 / n)[:, None]
+                c.append(torch.cat([log_w[:, None], means, log_var], 1))
+                s.append(inflation * torch.cat([torch.sqrt(1.0 / (n * w)),
+                                                torch.sqrt(log_var.exp() / (n * w)),
+                                                torch.sqrt(2.0 / (n * w)).expand_as(log_var)], 1))
+                e.append(False)
+            for order in ([0, 1], [1, 0]):
+                centres.append(torch.stack([c[o] for o in order], 1))
+                scales.append(torch.stack([s[o] for o in order], 1))
+                empty.append([e[o] for o in order])
+        return cls(torch.stack(centres, 1), torch.stack(scales, 1),
+                   torch.tensor(empty, device=centres[0].device), empty_law)
 
     def sample(self, gen):
-        M, C, Z = self.centre.shape
-        c = torch.randint(C, (M,), generator=gen, device=self.centre.device)
-        rows = torch.arange(M, device=self.centre.device)
-        eps = torch.randn(M, Z, generator=gen, dtype=self.centre.dtype, device=self.centre.device)
-        return self.centre[rows, c] + self.scale[rows, c] * eps
+        M, C, _, H = self.centres.shape
+        dev, dtype = self.centres.device, self.centres.dtype
+        c = torch.randint(C, (M,), generator=gen, device=dev)
+        rows = torch.arange(M, device=dev)
+        eps = torch.randn(M, 2, H, generator=gen, dtype=dtype, device=dev)
+        halves = self.centres[rows, c] + self.scales[rows, c] * eps
+        empty = self.empty[c]  # [M, 2]
+        for h in range(2):
+            drawn = self.law.sample(M, gen)
+            halves[:, h] = torch.where(empty[:, h, None], drawn, halves[:, h])
+        return _join_halves(halves)
 
     def log_density(self, z):
-        u = (z[:, None, :] - self.centre) / self.scale
-        log_comp = (-0.5 * u.square() - torch.log(self.scale)).sum(2) \
-            - 0.5 * z.shape[1] * _LOG_2PI
-        return torch.logsumexp(log_comp, 1) - math.log(self.centre.shape[1])
+        halves = _split_halves(z)  # [M, 2, H]
+        u = (halves[:, None] - self.centres) / self.scales
+        gauss = (-0.5 * u.square() - torch.log(self.scales)).sum(3) \
+            - 0.5 * halves.shape[2] * _LOG_2PI  # [M, C, 2]
+        law = self.law.log_density(halves.flatten(0, 1)).reshape(-1, 1, 2)
+        log_comp = torch.where(self.empty[None], law, gauss).sum(2)
+        return torch.logsumexp(log_comp, 1) - math.log(self.centres.shape[1])
+
+
+class _EmptyComponent:
+    """Law of a (nearly) empty component: ``log w ~ N(log(10 / n), 2^2)``, the rest from the prior.
+
+    In the coordinates ``(log w, mean, log variance)``.
+    """
+
+    def __init__(self, model, n, dtype, device):
+        self.model, self.n = model, n
+        # Weights from 1 / n to a few percent: a component without data, or
+        # one that explains a few tens of observations in another's tails.
+        self.log_w_centre, self.log_w_sd = math.log(10.0 / n), 2.0
+        self.m0, self.b = model._prior_location(torch.empty(0, dtype=dtype, device=device))
+        self.a, self.c = model.variance_shape, model.mean_variance_factor
+
+    def sample(self, M, gen):
+        dtype, dev = self.b.dtype, self.b.device
+        log_w = self.log_w_centre + self.log_w_sd * torch.randn(M, 1, generator=gen,
+                                                                dtype=dtype, device=dev)
+        _, means, log_var = self.model._split(self.model.sample_prior(M, gen, dtype, dev))
+        return torch.cat([log_w, means[:, 0], log_var[:, 0]], 1)
+
+    def log_density(self, halves):
+        D = self.m0.shape[0]
+        log_w, means, log_var = halves[:, 0], halves[:, 1 : 1 + D], halves[:, 1 + D :]
+        weight = (-0.5 * ((log_w - self.log_w_centre) / self.log_w_sd).square()
+                  - math.log(self.log_w_sd) - 0.5 * _LOG_2PI)
+        inv_gamma = (self.a * torch.log(self.b) - math.lgamma(self.a) - self.a * log_var
+                     - self.b * torch.exp(-log_var))
+        normal = (-0.5 * (_LOG_2PI + math.log(self.c)) - 0.5 * log_var
+                  - 0.5 * (means - self.m0).square() * torch.exp(-log_var) / self.c)
+        return weight + (inv_gamma + normal).sum(1)
+
+
+def _split_halves(z):
+    """``z [M, 2 + 4 D]`` -> ``[M, 2, 1 + 2 D]`` (log w, mean, log variance of j and k)."""
+    M = z.shape[0]
+    D = (z.shape[1] - 2) // 4
+    means = z[:, 2 : 2 + 2 * D].reshape(M, 2, D)
+    log_var = z[:, 2 + 2 * D :].reshape(M, 2, D)
+    return torch.cat([z[:, :2, None], means, log_var], 2)
+
+
+def _join_halves(halves):
+    """Inverse of :func:`_split_halves`."""
+    D = (halves.shape[2] - 1) // 2
+    return _flat_block(halves[:, :, 0], halves[:, :, 1 : 1 + D], halves[:, :, 1 + D :])
 
 
 def _flat_block(log_w, means, log_var):
