@@ -28,8 +28,8 @@ def _stream(n, seed=0, **settings):
 
 def test_move_ess_skips_moves_late_in_the_stream_and_keeps_the_evidence():
     n = 20_000
-    every, moves_every, exact = _stream(n)
-    skipping, moves_skipping, _ = _stream(n, move_ess=0.5)
+    every, moves_every, exact = _stream(n, move_ess=None)
+    skipping, moves_skipping, _ = _stream(n)  # the default, move_ess=0.5
     late = n // 2
     # Late chunks need one annealing step and lose ~1% of the ESS each, so
     # most of them keep their particles (IBIS); the warm-up moves as before.
@@ -44,8 +44,8 @@ def test_move_ess_skips_moves_late_in_the_stream_and_keeps_the_evidence():
 
 
 def test_minibatch_size_changes_the_past_data_gradient():
-    base, _, exact = _stream(3000)
-    big, _, _ = _stream(3000, minibatch_size=1000)
+    base, _, exact = _stream(3000, minibatch_size=500)
+    big, _, _ = _stream(3000)  # the default, 1000
     assert base.log_evidence != big.log_evidence
     assert abs(big.log_evidence - exact) < 4 * big.log_evidence_std
     with pytest.raises(ValueError, match="minibatch_size"):

@@ -119,9 +119,12 @@ class SGAISConfig:
     # Past warmup_size, a chunk's last annealing step skips its move while
     # the weights' ESS stays above move_ess * M and nothing was resampled
     # (see _skips_move); None moves after every step.
-    move_ess: float | None = None
+    move_ess: float | None = 0.5
     # Observations per mini-batch of the past-data gradient (None: batch_size).
-    minibatch_size: int | None = None
+    # Its noise biased the evidence low (paper's logistic model, N = 3e4,
+    # seeds 0-3: -1.4 +- 1.0 nats with 500, -0.25 with 2000; at 1e6 -5.2
+    # with 500, -0.35 with 1000; benchmarks/bench_logistic_stream.py).
+    minibatch_size: int | None = 1000
 
     def __post_init__(self):
         for f in fields(self):
@@ -429,7 +432,9 @@ def _condition_on_chunk(model, state, config, chunk, move):
         resampled = _resample(state, _islands_to_resample(state, config))
         tally.n_resamplings += resampled
         if lam < 1.0:
-            tally.n_resamplings += _maybe_grow(state, config, var_before)
+            grown = _maybe_grow(state, config, var_before)
+            tally.n_resamplings += grown
+            resampled += grown
             tally.n_particles = max(tally.n_particles, state.theta.shape[0])
         else:  # the chunk's last move starts from n_particles again
             shrunk = _shrink(state, config)
@@ -452,11 +457,14 @@ def _skips_move(state, config, lam, resampled):
     """Whether the move after a chunk's last reweighting can be left out.
 
     Past the warm-up a chunk of ``b`` observations adds about ``(d / 2) b /
-    n`` nats of information, so late in a stream one annealing step takes it
-    with the weights' ESS still near ``M``. The weighted particles represent
-    the posterior already; they need a move only once the ESS, falling over
-    the chunks, is below ``move_ess * M``, or resampling made copies (IBIS,
-    Chopin 2002). The moves at intermediate temperatures are kept.
+    n`` nats of information, so late in a stream one or two annealing steps
+    take it with the weights' ESS still near ``M``. The weighted particles
+    represent the posterior already; they need a move only once the ESS,
+    falling over the chunks, is below ``move_ess * M``, or resampling made
+    copies (IBIS, Chopin 2002). The moves at intermediate temperatures are
+    kept: skipping them too (while the ESS allowed) made the paper's
+    logistic model 2.5x cheaper to N = 1e5 but its error -2.3 nats (one
+    seed) against -0.4.
     """
     threshold = config.move_ess
     if threshold is None or lam < 1.0 or resampled or state.n_seen < config.warmup_size:
