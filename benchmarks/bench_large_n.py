@@ -20,8 +20,10 @@ per chunk: a last tenth no slower than the first), the mean annealing
 steps per chunk over the same tenths, the log evidence and
 its error against the exact value (linear regression) or, for the
 logistic model, against the Laplace approximation at the posterior mode
-(within 0.02 nats of an importance-sampling reference at N = 1e4, closer
-as N grows); the mixture has no reference at this N.
+(within 0.05 nats of an importance-sampling reference at N = 1e4 and 0.03
+at N = 1e5, benchmarks/bench_logistic_stream.py); the mixture has no
+reference at this N. ``--options`` passes estimator parameters, e.g.
+``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
 """
 
 import argparse
