@@ -20,11 +20,14 @@ per chunk: a last tenth no slower than the first), the mean annealing
 steps per chunk over the same tenths, the log evidence and
 its error against the exact value (linear regression) or, for the
 logistic model, against the Laplace approximation at the posterior mode
-(within 0.02 nats of an importance-sampling reference at N = 1e4, closer
-as N grows); the mixture has no reference at this N.
+(within 0.05 nats of an importance-sampling reference at N = 1e4 and 0.03
+at N = 1e5, benchmarks/bench_logistic_stream.py); the mixture has no
+reference at this N. ``--options`` passes estimator parameters, e.g.
+``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
 """
 
 import argparse
+import ast
 import cProfile
 import math
 import os
@@ -78,19 +81,20 @@ def logistic_laplace(X, y, n_classes, n_newton=30):
     return float(log_post(theta) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det)
 
 
-def setup(name, n):
+def setup(name, n, options=None):
     """(estimator, data tuple, partial_fit kwargs, reference or None)."""
+    options = {"random_state": 0, **(options or {})}
     if name == "linear":
         X, y = make_linear_regression(n, random_state=0)
-        est = EvidenceLinearRegression(random_state=0, **LINEAR_PAPER)
+        est = EvidenceLinearRegression(**{**LINEAR_PAPER, **options})
         return est, (X, y), {}, lambda: est.exact_log_evidence(X, y)
     if name == "logistic":
         X, y = make_logistic_regression(n, random_state=1)
         classes = np.unique(y)
-        est = EvidenceLogisticRegression(random_state=0)
+        est = EvidenceLogisticRegression(**options)
         return est, (X, y), {"classes": classes}, lambda: logistic_laplace(X, y, len(classes))
     X = make_gaussian_mixture(n, random_state=1)
-    return EvidenceGMM(random_state=0, **GMM_PAPER), (X,), {}, None
+    return EvidenceGMM(**{**GMM_PAPER, **options}), (X,), {}, None
 
 
 def stream(est, data, kwargs, n_blocks):
@@ -123,7 +127,10 @@ def main():
     parser.add_argument("--blocks", type=int, default=100, help="partial_fit calls per stream")
     parser.add_argument("--profile", type=int, default=0,
                         help="print the top PROFILE functions of a cProfile of each stream")
+    parser.add_argument("--options", default="{}",
+                        help="estimator parameters for every model (a Python dict literal)")
     args = parser.parse_args()
+    options = ast.literal_eval(args.options)
     n = int(args.n)
     print(f"load average at start {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs), "
           f"torch threads {torch.get_num_threads()}", flush=True)
@@ -131,7 +138,7 @@ def main():
           f"{'last':>6} {'steps first':>11} {'last':>5} {'log Z':>13} {'error':>9} "
           f"{'rel. error':>10}", flush=True)
     for name in args.models:
-        est, data, kwargs, reference = setup(name, n)
+        est, data, kwargs, reference = setup(name, n, options)
         profiler = cProfile.Profile() if args.profile else None
         if profiler:
             profiler.enable()
