@@ -98,8 +98,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         (``E[1 / sigma^2] = 1 / s^2``); ``None`` takes 0.1 times the
         standard deviation of ``y`` over the first chunk (its root mean
         square without an intercept). Unused with known noise.
-{SHARED_PARAMS_DOC.format(learning_rate=0.1,
-                          warmup=EXACT_WARMUP_DOC.replace("``2 * n_burnin``", "``n_burnin``"))}
+{SHARED_PARAMS_DOC.format(learning_rate=0.1, warmup=EXACT_WARMUP_DOC)}
 
     Attributes
     ----------
@@ -178,14 +177,6 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         "intercept_prior_mean": [FINITE, None],
         "noise_prior_scale": [POSITIVE_FINITE, None],
     }
-
-    # warmup_factor=1: the posterior is Gaussian and the particles'
-    # covariance is its preconditioner, so n_burnin adjusted steps per
-    # annealing step suffice. Errors against the closed form on the paper's
-    # model (RMS over seeds, benchmarks/bench_peers.py data): N = 1e3 0.20
-    # (30 seeds) against 0.25 with 2 * n_burnin, N = 1e4 0.26 against 0.20
-    # (18 seeds), at 30% less CPU at N = 1e3.
-    _engine_defaults = {"warmup_factor": 1}
 
     def __init__(
         self,
