@@ -75,28 +75,28 @@ fixed priors (``mean_prior=0``, ``variance_scale=1``) are passed explicitly.
 # Mode discovery at N = 1e5 (issue 14, item 3; session 3, not solved). EM
 # (scikit-learn, 12 random starts, diagonal) on these data: at N = 1e4 the
 # best optimum splits the heaviest component (weight 0.59) into two
-# overlapping ones and has no weight-0.008 component; the configuration
-# with it is 1.0 nat lower. At 3e4 it is 7.8 nats higher than the split
-# ones, at 1e5 20 nats (split optima at -20 to -30, one splitting the
-# 0.23 component at -53). The light component is a wide halo in the y
-# direction around the heaviest one (mean (0.6, -2.1), variances (0.7-1.0,
-# 6.5)), not a separate cluster. Default clouds at N = 3e4 (sampler seeds 0
-# and 1) hold four real components and a fifth of weight about 0.001 (some
-# 30 observations) in the heaviest one's tail: a weak version of the halo.
-# ``mode_jumps.PairJumps`` (independence Metropolis-Hastings on a pair of
-# components given the others, EM-fitted proposals) is correct (the prior
-# invariance test) but accepts 0-1.6% per round on those clouds and 1.5-4.7%
+# overlapping ones and has no weight-0.008 component; the configuration with
+# it is 1.0 nat lower. At 3e4 it is 7.8 nats higher than the split ones, at
+# 1e5 20 nats (split optima at -20 to -30, one splitting the 0.23 component at
+# -53). The light component is a wide halo in the y direction around the
+# heaviest one (mean (0.6, -2.1), variances (0.7-1.0, 6.5)), not a separate
+# cluster. Default clouds at N = 3e4 (sampler seeds 0 and 1) hold four real
+# components and a fifth of weight about 0.001 (some 30 observations) in the
+# heaviest one's tail: a weak version of the halo. A move tried for it,
+# "PairJumps" (independence Metropolis-Hastings on a pair of components given
+# the others, EM-fitted proposals; correct by a prior-invariance test; left
+# out of the library), accepts 0-1.6% per round on those clouds and 1.5-4.7%
 # at N = 1e3-3e3; even for the pair (heaviest, lightest) its EM halo fit is
-# 2-7 nats above the particles in log posterior, but the particles' weak
-# tail components are diffuse, so the proposal density at them is small and
-# the acceptance stays at 0.2% (inflation 1, 30 + 6 EM steps). It is off.
-# At N = 1e5 with the current defaults (exact warm-up to 2000), sampler
-# seeds 0-4 gave -438166.70, -438166.78, -438166.76, -438169.01, -438167.03
-# (spread 2.3 nats; 93-116 CPU s each on a loaded 2-core machine); the
-# seed-3 cloud holds the halo in 8% of its particles, the others in 52-100%.
-# With PairJumps from 3e4 (factor 1.25, one round, one start) the same seeds
-# gave -438165.72, -438166.06, -438168.32, -438169.00, -438167.37 (spread
-# 3.3, 143-159 CPU s), accepting 0-2.3% per checkpoint.
+# 2-7 nats above the particles in log posterior, but the particles' weak tail
+# components are diffuse, so the proposal density at them is small and the
+# acceptance stays at 0.2% (inflation 1, 30 + 6 EM steps). At N = 1e5 with the
+# current defaults (exact warm-up to 2000), sampler seeds 0-4 gave -438166.70,
+# -438166.78, -438166.76, -438169.01, -438167.03 (spread 2.3 nats; 93-116 CPU
+# s each on a loaded 2-core machine); the seed-3 cloud holds the halo in 8% of
+# its particles, the others in 52-100%. With PairJumps from 3e4 (factor 1.25,
+# one round, one start) the same seeds gave -438165.72, -438166.06,
+# -438168.32, -438169.00, -438167.37 (spread 3.3, 143-159 CPU s), accepting
+# 0-2.3% per checkpoint.
 
 import argparse
 import ast
