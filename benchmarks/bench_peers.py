@@ -4,7 +4,8 @@ Every sampler sees the same data and model and runs on one thread; each
 peer is optional (``pip install skevidence[benchmark]``) and runs in a
 child process under a wall-clock cap (``--time-cap``), so one that is not
 installed, fails or runs too long is reported with a note and the table
-goes on. Peers and their settings (their defaults unless said):
+goes on (one stopped at the cap with the CPU seconds it used by then, a
+lower bound of its ratio). Peers and their settings (their defaults unless said):
 
 * ``pymc``: PyMC ``sample_smc`` (2000 draws, IMH kernel), one chain;
 * ``dynesty``: static nested sampling, 500 live points, ``dlogz=0.1``
@@ -298,11 +299,21 @@ def run_capped(runner, problem, seed, cap):
     try:
         result = queue.get(timeout=cap)
     except Exception:  # queue.Empty: over the cap
-        result = ("cap", f"over the time cap of {cap:.0f} s wall")
+        result = ("cap", f"over the time cap of {cap:.0f} s wall", _process_cpu_seconds(proc.pid))
     if proc.is_alive():
         proc.terminate()
     proc.join()
     return result
+
+
+def _process_cpu_seconds(pid):
+    """CPU seconds a running process (and its waited-for children) used so far; None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def importable(name):
@@ -349,6 +360,12 @@ def main():
                   f"{'-':>10} {1.0:>8.2f}", flush=True)
             for peer in available:
                 result = run_capped(RUNNERS[peer], problem, args.seed, args.time_cap)
+                if result[0] == "cap" and result[2] is not None:
+                    # a lower bound of the ratio: the CPU it used before the cap
+                    print(f"{name:>8} {n:>7} {peer:>10}  stopped: {result[1]} after "
+                          f"{result[2]:.0f} CPU s (CPU / sk >= {result[2] / sk_cpu:.1f})",
+                          flush=True)
+                    continue
                 if result[0] != "ok":
                     print(f"{name:>8} {n:>7} {peer:>10}  skipped: {result[1]}", flush=True)
                     continue
