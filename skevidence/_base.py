@@ -151,7 +151,7 @@ EXACT_WARMUP_DOC = """While
 # The same, for the estimators whose warm-up moves run in float32
 # (SGAISConfig.warmup_dtype; the weights stay in ``dtype``).
 EXACT_WARMUP_SINGLE_DOC = EXACT_WARMUP_DOC.replace(
-    "steps on the\n", "steps, in single precision, on the\n")
+    "steps on the\n", "steps in single\n        precision on the\n")
 
 # The fitted attributes that say how far to trust the estimate (all estimators).
 TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
