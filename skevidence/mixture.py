@@ -9,7 +9,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (EXACT_WARMUP_SINGLE_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
+from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
                     TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
 from .inference.mode_jumps import ComponentBirths
 from .models import GaussianMixtureModel
@@ -63,8 +63,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         mean in the first batch.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
-{SHARED_PARAMS_DOC.format(learning_rate=0.007,
-                          warmup=EXACT_WARMUP_SINGLE_DOC.replace("1000", "2000"))}
+{SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=EXACT_WARMUP_DOC.replace("1000", "2000"))}
 
     Attributes
     ----------
@@ -143,12 +142,13 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     # warmup_size=2000: with the adjusted moves only up to 1000 observations
     # the first SGHMC chunks (1000-2000) lost 0.6-0.8 nats in the worst runs
     # against the importance-sampling reference (benchmarks/bench_gmm_reference.py).
-    # warmup_dtype="float32": the adjusted warm-up's moves in single precision,
-    # 1.45x less CPU at N = 1e3 with the same evidence (4 seeds: mean
-    # -4495.67, sd 0.39 nats, against -4495.57, sd 0.35 in double precision).
+    # warmup_dtype stays double: single precision costs 1.45x less at N = 1e3
+    # with the same evidence there (4 seeds: -4495.67 +- 0.39 against
+    # -4495.57 +- 0.35), but at N = 1e5 (sampler seed 1, bench_gmm.py) the
+    # cloud missed the light component with it (-438185.8, and -438174.7
+    # without the long-stream settings) and not without it (-438167.6).
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
-                        "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000,
-                        "warmup_dtype": "float32"}
+                        "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
 
     # Data-driven component births at checkpoints (inference/mode_jumps.py), off by
     # default: at N = 1e4 on the paper's mixture they changed nothing (see the user guide).
