@@ -159,8 +159,8 @@ def test_rescaling_the_data_shifts_the_evidence_by_the_jacobian(n_components):
     # so the shift is exact up to rounding: the measured deviation from
     # -N D log c was below 1e-9 nats for c = 1e-3 and 1e4 on these data
     # (and on iris with 1 and 2 components); 1e-6 leaves room for rounding.
-    # In double precision throughout: the default single-precision warm-up
-    # rounds differently at each scale, which flips Metropolis decisions.
+    # (A single-precision warm-up, warmup_dtype="float32", rounds differently
+    # at each scale, which flips Metropolis decisions: pinned to double here.)
     X = X3[:300]
     N, D = X.shape
     params = dict(n_components=n_components, n_particles=32, n_burnin=5, random_state=0,
