@@ -33,7 +33,7 @@ def demo():
         "1 feature": (EvidenceLinearRegression(random_state=0), [0]),
     }
     print(f"Linear regression, {X.shape[0]} observations, 5 features of which 2 matter\n")
-    print(f"{'model':<26} {'log evidence':>14} {'exact':>14} {'seconds':>8}")
+    print(f"{'model':<26} {'log evidence':>20} {'exact':>12} {'seconds':>8}")
     results = {}
     for name, (est, cols) in candidates.items():
         start = time.perf_counter()
@@ -41,7 +41,8 @@ def demo():
         elapsed = time.perf_counter() - start
         results[name] = est.log_evidence_
         exact = est.exact_log_evidence(X[:, cols], y)
-        print(f"{name:<26} {est.log_evidence_:>14.2f} {exact:>14.2f} {elapsed:>8.2f}")
+        estimate = f"{est.log_evidence_:.2f} ± {est.log_evidence_std_:.2f}"
+        print(f"{name:<26} {estimate:>20} {exact:>12.2f} {elapsed:>8.2f}")
     ranked = sorted(results, key=results.get, reverse=True)
     best, second = ranked[0], ranked[1]
     print(f"\nBest model: {best} "
