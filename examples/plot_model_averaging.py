@@ -7,7 +7,7 @@ Instead of keeping the single most probable model, Bayesian model averaging
 predicts with the mixture of all candidates' posterior predictives, each
 weighted by its posterior probability ``p(M | D)``, obtained from the
 evidences. :meth:`EvidenceSearch.to_averager
-<skevidence.model_selection.EvidenceSearch.to_averager>` turns a fitted grid
+<skevidence.EvidenceSearch.to_averager>` turns a fitted grid
 into a :class:`~skevidence.ensemble.BayesianModelAverager`.
 
 Part 1 averages polynomial regressions of degree 1..5 fitted to few, noisy

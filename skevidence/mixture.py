@@ -34,8 +34,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     :class:`sklearn.mixture.BayesianGaussianMixture`'s does: ``mean_prior``
     is the mean and ``variance_scale`` a tenth of the variance of every
     feature in the first batch (all of ``X`` in ``fit``, the first call's
-    batch in ``partial_fit``), then frozen (:attr:`mean_prior_`,
-    :attr:`variance_scale_`). Rescaling the data by ``c`` then shifts every
+    batch in ``partial_fit``), then frozen (``mean_prior_``,
+    ``variance_scale_``). Rescaling the data by ``c`` then shifts every
     ``log_evidence_`` by the Jacobian ``-n_samples * n_features * log(c)``
     (the sampler's paths are the same up to rounding) and changes neither
     the chosen number of components nor the cost. The
@@ -43,7 +43,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     ``fit`` starts over; ``partial_fit`` conditions the current posterior
     on more data. The log evidence ranks mixtures of different sizes
-    (:attr:`log_evidence_` of each ``n_components``): unlike the
+    (``log_evidence_`` of each ``n_components``): unlike the
     likelihood it does not grow with the number of components by itself.
 
     Parameters
@@ -342,8 +342,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
         Averaging responsibilities over particles would mix components
         that differ only by their labels, so the labels are those of the
-        single particle with the largest weight (as :attr:`weights_`,
-        :attr:`means_` and :attr:`covariances_`).
+        single particle with the largest weight (as ``weights_``,
+        ``means_`` and ``covariances_``).
 
         Parameters
         ----------
@@ -420,7 +420,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
         Computed in float64; it does not need the estimator to be fitted.
         Priors taken from the data are those frozen by the last ``fit``
-        (:attr:`mean_prior_`, :attr:`variance_scale_`) when there is one,
+        (``mean_prior_``, ``variance_scale_``) when there is one,
         else computed from ``X``.
 
         Parameters
