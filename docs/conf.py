@@ -116,6 +116,25 @@ except ImportError:  # numpydoc moved it: its aliases then need no override
     _NUMPYDOC_LINKS = {}
 numpydoc_xref_aliases = {**{word: word for word in _NUMPYDOC_LINKS}, **_public_aliases()}
 
+
+def _check_engine_options_documented():
+    """Fail the build when a field of SGAISConfig is missing from its docstring.
+
+    The API page of ``engine_options`` is that docstring's Parameters
+    section, written by hand; a new field must not go undocumented.
+    """
+    import dataclasses
+
+    from skevidence.inference.sgais import SGAISConfig
+
+    missing = [f.name for f in dataclasses.fields(SGAISConfig)
+               if f"\n    {f.name} : " not in SGAISConfig.__doc__]
+    if missing:
+        raise RuntimeError(f"SGAISConfig's docstring does not document {missing}")
+
+
+_check_engine_options_documented()
+
 # -- HTML ---------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"skevidence {release}"

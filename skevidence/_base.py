@@ -260,8 +260,9 @@ SHARED_PARAMS_DOC = """\
         continue across ``partial_fit`` calls. ``0`` prints nothing.
     engine_options : dict or None, default=None
         Advanced settings of the engine beyond the parameters above, by the
-        names of the fields of ``skevidence.inference.sgais.SGAISConfig``
-        (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
+        names of the fields of
+        :class:`~skevidence.inference.sgais.SGAISConfig`, whose page lists
+        every key with its default and what it does (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
         They override the estimator's own per-model engine settings; an
         unknown name, a value of the wrong type or range, or a name that
         is one of the parameters above raises ``ValueError`` at ``fit``.
