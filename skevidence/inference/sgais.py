@@ -225,8 +225,8 @@ default="covariance"
     def _check_reservoir(self):
         # A store smaller than a mini-batch repeats observations in it, and
         # one smaller than the warm-up ends the exact warm-up early (it needs
-        # every observation): on linear regression at N = 1500 a store of 499
-        # gave an evidence 13 nats off, one of 400 300 nats.
+        # every observation); both bias the evidence, by far more than its
+        # error bar.
         smallest = max(self.batch_size, self.warmup_size if self.exact_warmup else 0)
         if self.reservoir_size is not None and self.reservoir_size < smallest:
             raise ValueError(
@@ -440,7 +440,7 @@ def chunk_ends(n_seen, n_new, config):
     ``first_chunk_size``; only when that is set and with ``exact_warmup``).
     The chunks nearest the prior need the most annealing steps per
     observation; kept small, each of their steps (exact moves over the data
-    seen) costs a fraction of a full chunk's (benchmarks/bench_first_chunk.py).
+    seen) costs a fraction of a full chunk's (see docs/benchmarks.rst).
     Feeding a stream in pieces that end on these boundaries gives the
     numbers of one call.
     """
@@ -555,10 +555,10 @@ def _skips_move(state, config, tally, lam, resampled):
     with the weights' ESS still near ``M``. The weighted particles represent
     the posterior already; they need a move only once the ESS, falling over
     the chunks, is below ``move_ess * M``, or resampling made copies (IBIS,
-    Chopin 2002). Chunks of several steps keep every move: on the paper's
-    logistic model (N = 1e6, one seed) skipping also the last move of
-    two-step chunks (N ~ 1e4-2e5) gave an error of -3.3 nats against -0.35,
-    and skipping their intermediate moves -2.3 at N = 1e5 against -0.4.
+    Chopin 2002). Chunks of several steps keep every move: their weights
+    have moved away from the particles' positions, and skipping any of
+    their moves let the cloud lag the posterior and biased the evidence low
+    on long streams (see docs/benchmarks.rst).
     """
     threshold = config.move_ess
     if threshold is None or lam < 1.0 or tally.n_steps > 1 or resampled:
@@ -802,13 +802,11 @@ def _refresh_factor(cv, config):
     """Growth of the data between two refreshes of the control variate's reference.
 
     The mini-batch noise grows with the particles' distance from the
-    reference, and a reference that lags the moving posterior biased the
-    evidence of the paper's logistic model low (a factor 2.0: -1.4 +- 0.9
-    nats at N = 3e4 over 4 seeds, 1.02: -1.0, with minibatch_size 2000:
-    -0.25; benchmarks/bench_logistic_stream.py). One shared reference costs
-    2 gradients per stored observation to move, amortised 22 per new
-    observation at 1.1, against about 2600 for the moves; one reference per
-    particle costs M times that, so it keeps 2.0.
+    reference, and a reference that lags the moving posterior biases the
+    evidence low (see docs/benchmarks.rst), so one shared reference, cheap
+    to move (two gradients per stored observation, amortised over the
+    growth of the data), follows the particles closely (1.1); one reference
+    per particle costs ``M`` times as much, so it moves less often (2.0).
     """
     if config.cv_refresh_factor is not None:
         return config.cv_refresh_factor
@@ -913,11 +911,10 @@ def _sghmc_step_size(model, state, config):
 
     The Metropolis-adjusted warm-up adapts its step to keep most proposals
     (EXACT_ACCEPTANCE). With hundreds of parameters that step falls below
-    ``learning_rate`` (digits, 650 parameters: 0.037 against 0.1), and
-    unadjusted moves with the larger step left the cloud below the
-    posterior (training log-likelihood -119 against -83, 4 nats lower log
-    evidence; benchmarks/bench_highdim.py). With the particles' covariance
-    (enough particles) the cap is not applied.
+    ``learning_rate``, and unadjusted moves with the larger step leave the
+    cloud below the posterior, biasing the evidence low (see
+    docs/benchmarks.rst). With the particles' covariance (enough
+    particles) the cap is not applied.
     """
     # (The curvature test first: n_adjusted_moves sums over the whole trace.)
     if not _uses_curvature(model, state, config) or state.n_adjusted_moves == 0:
