@@ -5,8 +5,8 @@ Detecting changes in a stream from its evidence
 When the data-generating distribution changes, the posterior of the data
 so far predicts the new data badly: the log evidence of the next chunk
 drops, and the sampler needs more annealing steps to absorb it (Cameron,
-Eggers & Kroon, 2019, section 6.2). :func:`skevidence.diagnostics.detect_shifts`
-reads this off ``evidence_trace_``: each chunk's log predictive per
+Eggers & Kroon, 2019, section 7.2, on the stream of their section 6.2).
+:func:`skevidence.diagnostics.detect_shifts` reads this off ``evidence_trace_``: each chunk's log predictive per
 observation is compared with the chunks since the last shift, in units of
 its noise, and a large drop is a shift.
 
