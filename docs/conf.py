@@ -63,17 +63,6 @@ _EXTERNAL_PACKAGES = ("sklearn", "numpy", "np", "scipy", "torch", "joblib",
 nitpick_ignore_regex = [
     (r"py:.*", rf"({'|'.join(_EXTERNAL_PACKAGES)})(\..+)?"),
 ]
-# Generic words of the numpydoc type grammar and Python built-ins that
-# have no page here.
-_GENERIC_TYPES = ("int", "float", "bool", "str", "bytes", "dict", "list", "tuple",
-                  "set", "callable", "object", "None", "type", "iterable", "sequence",
-                  "mapping", "generator", "Generator", "ndarray", "array-like",
-                  "array", "sparse matrix", "estimator", "scalar", "Real", "Integral",
-                  "RandomState instance", "instance", "path-like", "file-like",
-                  "Exception", "Warning", "UserWarning", "ValueError", "TypeError",
-                  "RuntimeError", "NotImplementedError", "Tensor", "Figure", "Axes",
-                  "DataFrame", "Bunch", "dtype", "function")
-nitpick_ignore = [("py:class", name) for name in _GENERIC_TYPES]
 
 # Types in Parameters / Returns sections: the names of skevidence's public
 # classes link to their pages; every other word (the numpydoc type
