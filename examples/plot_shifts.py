@@ -78,8 +78,8 @@ plt.show()
 # -------------------------
 # The paper's own check compares the final evidence of the in-order stream
 # with that of the shuffled one: the same data, so they should agree. Here
-# the in-order estimate ends far below (printed above; about 1400 nats at
-# these cheap settings, more with fewer particles): the particles fitted
+# the in-order estimate ends far below (printed above: hundreds of nats at
+# these cheap settings, hundreds of times the error bars): the particles fitted
 # the first regime and did not all find the clusters that appeared later,
 # so its final evidence is not to be trusted, even though the change points
 # are. The shuffled stream shows every cluster from the start.
