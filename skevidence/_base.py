@@ -162,8 +162,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         particles that are independent posterior draws when a segment
         starts). It does not capture the sampler's bias: particles that
         lag the posterior (see ``diagnostics_``) or miss a mode give an
-        error beyond it. Its calibration against exact evidences is on the
-        benchmarks page (docs/benchmarks.rst).
+        error beyond it. Its calibration against exact evidences is on
+        :doc:`the benchmarks page </benchmarks>`.
     evidence_trace_ : dict of ndarray
         One entry per chunk: ``n_seen``, ``log_evidence``,
         ``n_annealing_steps``, ``ess`` (of the weights after the chunk),
@@ -191,8 +191,8 @@ SHARED_PARAMS_DOC = """\
         Number of weighted particles ``M``. The evidence estimator's own
         floor (weight degeneracy) falls with ``M``; 128 keeps it small
         against the differences between models at little cost (the paper's
-        10 leave a large bias even with exact posterior draws; see the
-        benchmarks page). At least 2; below 16 a ``ConvergenceWarning``
+        10 leave a large bias even with exact posterior draws; see
+        :doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
         says the evidence can be far off.
     max_particles : int or None, default=None
         ``None`` uses ``n_particles`` throughout. An integer (at least
@@ -204,8 +204,7 @@ SHARED_PARAMS_DOC = """\
         ``evidence_trace_["n_particles"]`` shows the count per chunk.
         The default is ``None`` because, for the same CPU time, a larger
         fixed ``n_particles`` reduced the variance of ``log_evidence_``
-        more than growth did (see the benchmarks page,
-        docs/benchmarks.rst).
+        more than growth did (see :doc:`/benchmarks`).
     batch_size : int, default=500
         Size of the chunks the data are added in, and of the mini-batches
         drawn from past data (the paper's 500).
@@ -218,7 +217,7 @@ SHARED_PARAMS_DOC = """\
         otherwise it is ``learning_rate / n`` after ``n`` observations (the
         paper's ``eta = 0.1 / N`` with ``N`` replaced by the count seen so
         far, which a stream knows). Each estimator's default was chosen by
-        measurement; its Notes say how.
+        measurement (see :ref:`settings` and :doc:`/benchmarks`).
     momentum_decay : float, default=0.2
         Friction ``alpha`` of SGHMC: the fraction of the momentum removed
         at every step (the paper's 0.2).

@@ -82,7 +82,7 @@ def set_config(n_threads=_UNSET):
         other processes (or other fits, e.g. ``EvidenceSearch(n_jobs=2)``
         with a threading backend) share the cores: with torch's default of
         one thread per core a fit slows down many times, or stalls, when
-        one core is busy (see the benchmarks page). Raise it
+        one core is busy (see :doc:`/benchmarks`). Raise it
         for large problems on an otherwise idle machine (thousands of
         particles, hundreds of features); ``None`` leaves torch's own
         setting (``torch.set_num_threads``) untouched. A GPU fit needs no

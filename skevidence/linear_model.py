@@ -135,8 +135,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     On the paper's model (``noise_std=1.0, prior_std=1.0,
     intercept_prior_mean=0.0``) the evidence can be checked against the
     closed form (``exact_log_evidence``); the errors, and the measurements
-    behind each default, are in the user guide ("The settings and their
-    measured effects") and on the benchmarks page.
+    behind each default, are in the user guide (:ref:`settings`) and on
+    :doc:`the benchmarks page </benchmarks>`.
 
     References
     ----------
@@ -435,8 +435,8 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     since ``M`` particles span only ``M - 1`` dimensions; otherwise it is
     the particles' covariance. The errors against importance sampling on
     the paper's setting, and the measurements behind each default, are in
-    the user guide ("The settings and their measured effects") and on the
-    benchmarks page.
+    the user guide (:ref:`settings`) and on :doc:`the benchmarks page
+    </benchmarks>`.
 
     References
     ----------

@@ -110,7 +110,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     models: 1000) is Metropolis-adjusted: the posterior of a mixture stays
     far from Gaussian for longer, and unadjusted moves on those first
     observations biased the evidence against an importance-sampling
-    reference (the user guide and the benchmarks page have the
+    reference (:ref:`settings` and :doc:`/benchmarks` have the
     measurements).
 
     References
