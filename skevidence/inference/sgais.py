@@ -83,9 +83,11 @@ default="covariance"
         Metric of the moves. ``"covariance"``: the particles' weighted
         covariance, so the step follows the posterior's scale and
         correlations (the model's curvature instead when there are too few
-        particles, see ``curvature_ratio``); ``"model"``: the model's own
-        ``posterior_scale`` coordinates (mixtures, whose label-switched
-        modes make the particles' covariance meaningless); ``"curvature"``:
+        particles, see ``curvature_ratio``); ``"model"``: a diagonal scale
+        per particle from the model's ``posterior_scale``, so that
+        particles in different modes of a multimodal posterior (the
+        relabellings of a mixture) each move on their own scale, which one
+        covariance across the cloud cannot give; ``"curvature"``:
         the model's Laplace precision at the particles' mean; ``None``:
         isotropic, ``learning_rate / n`` after ``n`` observations.
     control_variate : {"shared", "particle"} or None, default="shared"
@@ -109,7 +111,9 @@ default="covariance"
         the warm-up.
     integrator : {"baoab", "sghmc"}, default="baoab"
         Integrator of the stochastic-gradient moves: the BAOAB splitting of
-        Langevin dynamics, or the SGHMC update of the paper.
+        the Langevin dynamics, exact in distribution for a Gaussian target
+        at any stable step, or the paper's first-order SGHMC update, whose
+        stationary variance is inflated by a term of the order of the step.
     precondition_shrinkage : float or "ledoit-wolf", default=0.0
         Weight in [0, 1] of the diagonal mixed into the covariance
         preconditioner; ``"ledoit-wolf"`` picks it from the particles. Any
