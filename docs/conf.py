@@ -101,7 +101,7 @@ def _public_aliases():
 
 try:
     from numpydoc.xref import DEFAULT_LINKS as _NUMPYDOC_LINKS
-except ImportError:  # numpydoc moved it: its aliases then need no override
+except ImportError:  # a numpydoc without it: the -n build names any alias to override
     _NUMPYDOC_LINKS = {}
 numpydoc_xref_aliases = {**{word: word for word in _NUMPYDOC_LINKS}, **_public_aliases()}
 
