@@ -206,8 +206,11 @@ SHARED_PARAMS_DOC = """\
         fixed ``n_particles`` reduced the variance of ``log_evidence_``
         more than growth did (see :doc:`/benchmarks`).
     batch_size : int, default=500
-        Size of the chunks the data are added in, and of the mini-batches
-        drawn from past data (the paper's 500).
+        Size of the chunks the data are added in (the paper's 500). Chunks
+        end at every multiple of ``batch_size`` in the stream and at the end
+        of every ``fit`` / ``partial_fit`` call, so calls that end on such
+        multiples give the numbers of one ``fit``. The mini-batches of past
+        data have their own size (``minibatch_size`` of ``engine_options``).
     n_burnin : int, default=20
         SGHMC steps after every annealing step (the paper's 20). {warmup}
     learning_rate : float, default={learning_rate}
