@@ -31,10 +31,11 @@ search.fit(X_train, y_train)
 
 r = search.results_
 test_log_loss = [log_loss(y_test, est.predict_proba(X_test)) for est in search.candidates_]
-print("prior_std   log evidence   P(M | D)   test log loss   test accuracy")
+print("prior_std   log evidence +- std   P(M | D)   test log loss   test accuracy")
 for k, s in enumerate(prior_stds):
     accuracy = accuracy_score(y_test, search.candidates_[k].predict(X_test))
-    print(f"{s:9.2f} {r['log_evidence'][k]:14.2f} {r['posterior_probability'][k]:10.4f}"
+    print(f"{s:9.2f} {r['log_evidence'][k]:12.2f} +- {r['log_evidence_std'][k]:4.2f}"
+          f" {r['posterior_probability'][k]:10.4f}"
           f" {test_log_loss[k]:15.4f} {accuracy:15.3f}")
 
 # %%

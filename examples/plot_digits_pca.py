@@ -34,15 +34,18 @@ pipe = make_pipeline(
 search = EvidenceSearch(pipe, {"pca__n_components": [1, 2, 4, 8]}).fit(X, y)
 
 r = search.results_
-print("components   log evidence   P(M | D)   training accuracy")
+print("components   log evidence +- std   P(M | D)   training accuracy")
 for k, est in enumerate(search.candidates_):
-    print(f"{r['params'][k]['pca__n_components']:10d} {r['log_evidence'][k]:14.2f}"
-          f" {r['posterior_probability'][k]:10.4f} {est.score(X, y):19.3f}")
+    print(f"{r['params'][k]['pca__n_components']:10d} {r['log_evidence'][k]:12.2f}"
+          f" +- {r['log_evidence_std'][k]:4.2f} {r['posterior_probability'][k]:10.4f}"
+          f" {est.score(X, y):19.3f}")
 
 # %%
-# One component cannot separate four digits; a few separate them nearly
-# perfectly, and more only add weights (four per component) that the prior
-# must pay for.
+# One component cannot separate four digits. On this grid the evidence
+# rises with every component up to the largest, 8, each step by tens of
+# nats, far beyond the error bars: every added component separates the
+# digits better by more than the prior volume of its four weights costs.
+# Where the rise ends would take a grid beyond 8 components to tell.
 axes = plot_model_posterior(search)
 axes[0].figure.tight_layout()
 

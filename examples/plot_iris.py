@@ -34,8 +34,11 @@ X, species = X[order], species[order]
 gmm = make_pipeline(StandardScaler(), EvidenceGMM(n_particles=32, n_burnin=10, random_state=0))
 clusters = EvidenceSearch(gmm, {"evidencegmm__n_components": [1, 2, 3, 4]}).fit(X)
 best = clusters.best_estimator_
-print("n_components:", clusters.best_params_["evidencegmm__n_components"],
-      " posterior probabilities:", np.round(clusters.results_["posterior_probability"], 3))
+r = clusters.results_
+for K, log_z, std, p in zip([1, 2, 3, 4], r["log_evidence"], r["log_evidence_std"],
+                            r["posterior_probability"]):
+    print(f"n_components {K}: log evidence {log_z:.2f} +- {std:.2f}, P(K | D) {p:.3f}")
+print("most probable n_components:", clusters.best_params_["evidencegmm__n_components"])
 print("agreement of the clusters with the species (adjusted Rand index):",
       round(adjusted_rand_score(species, best.predict(X)), 3))
 
@@ -45,7 +48,9 @@ clf = make_pipeline(StandardScaler(),
                     EvidenceLogisticRegression(n_particles=32, n_burnin=10, random_state=0))
 scales = EvidenceSearch(clf, {"evidencelogisticregression__prior_std": [0.3, 1.0, 3.0, 10.0]})
 scales.fit(X, species)
-print("log evidence per prior_std:", np.round(scales.results_["log_evidence"], 2))
+r = scales.results_
+for s, log_z, std in zip([0.3, 1.0, 3.0, 10.0], r["log_evidence"], r["log_evidence_std"]):
+    print(f"prior_std {s:4.1f}: log evidence {log_z:.2f} +- {std:.2f}")
 print("training accuracy of the best:", round(scales.score(X, species), 3))
 
 # %%

@@ -7,11 +7,12 @@ Instead of keeping the single most probable model, Bayesian model averaging
 predicts with the mixture of all candidates' posterior predictives, each
 weighted by its posterior probability ``p(M | D)``, obtained from the
 evidences. :meth:`EvidenceSearch.to_averager
-<skevidence.model_selection.EvidenceSearch.to_averager>` turns a fitted grid
+<skevidence.EvidenceSearch.to_averager>` turns a fitted grid
 into a :class:`~skevidence.ensemble.BayesianModelAverager`.
 
 Part 1 averages polynomial regressions of degree 1..5 fitted to few, noisy
-observations of a sine, where no degree is clearly best, and compares the
+observations of a sine, where the best degree leaves some weight to the
+others, and compares the
 averaged predictive (mean and std) with that of the best single model.
 Part 2 averages Bayesian logistic regressions over a grid of prior scales
 ``prior_std`` on a small 3-class training set and compares the averaged
@@ -33,6 +34,21 @@ from skevidence.model_selection import EvidenceSearch
 
 def sine(x):
     return 2.0 * np.sin(1.5 * x)
+
+
+def verdict(log_evidences, stds, k):
+    """Candidate ``k`` against the best, at twice their combined error bar.
+
+    Each log evidence is a Monte Carlo estimate with standard deviation
+    ``stds[k]``; a gap to the best smaller than ``2 sqrt(s_k^2 + s_best^2)``
+    is within the noise of the two estimates.
+    """
+    best = int(np.argmax(log_evidences))
+    gap = log_evidences[k] - log_evidences[best]
+    bar = 2 * np.hypot(stds[k], stds[best])
+    if k == best:
+        return gap, bar, "best"
+    return gap, bar, "less probable" if -gap > bar else "indistinguishable at this error bar"
 
 
 # %%
@@ -57,9 +73,14 @@ search = EvidenceSearch(pipe, {"polynomialfeatures__degree": degrees})
 search.fit(x_train[:, None], y_train)
 averager = search.to_averager()
 
-print("degree  P(M | D)")
-for degree, weight in zip(degrees, averager.weights_):
-    print(f"{degree:6d}  {weight:8.4f}")
+# Every log evidence is printed with its error bar (``log_evidence_stds_``)
+# and compared with the best at twice their combined error bar.
+print("degree   log evidence +- std   log BF vs best +- 2 std   P(M | D)")
+for k, degree in enumerate(degrees):
+    gap, bar, word = verdict(averager.log_evidences_, averager.log_evidence_stds_, k)
+    print(f"{degree:6d} {averager.log_evidences_[k]:12.2f} +- "
+          f"{averager.log_evidence_stds_[k]:4.2f} {gap:13.2f} +- {bar:5.2f}"
+          f" {averager.weights_[k]:10.4f}  {word}")
 
 best_mean, best_std = search.predict(x_test[:, None], return_std=True)
 avg_mean, avg_std = averager.predict(x_test[:, None], return_std=True)
@@ -82,9 +103,9 @@ Xc_train, Xc_test, yc_train, yc_test = train_test_split(Xc, yc, train_size=200, 
 # The prior N(0, prior_std^2) is the same for every weight, so the features
 # are standardised first: one prior scale then means the same for all of
 # them. The scaler is fitted on the training data only, like the classifier.
-# The grid is fine (a factor 1.3 between neighbours) so that the evidence
-# changes by a few nats from one candidate to the next and several of them
-# keep some weight; with a factor 2 the best one takes nearly all of it.
+# The grid is fine (a factor 1.3 between neighbours) so that neighbouring
+# candidates have similar evidences and several of them keep some weight;
+# on a coarser grid the best one takes nearly all of it.
 prior_stds = np.geomspace(0.3, 3.0, 9)
 clf_pipe = make_pipeline(
     StandardScaler(),
@@ -95,20 +116,23 @@ clf_search.fit(Xc_train, yc_train)
 clf_avg = clf_search.to_averager()
 
 print()
-print("prior_std   log evidence   P(M | D)   test log loss")
+print("prior_std   log evidence +- std   log BF vs best +- 2 std   P(M | D)   test log loss")
 member_log_loss = []
 for k, prior_std in enumerate(prior_stds):
     proba = clf_search.candidates_[k].predict_proba(Xc_test)
     member_log_loss.append(log_loss(yc_test, proba, labels=clf_search.classes_))
-    print(f"{prior_std:9.3f} {clf_search.results_['log_evidence'][k]:14.2f}"
-          f" {clf_avg.weights_[k]:10.4f} {member_log_loss[-1]:15.4f}")
+    gap, bar, word = verdict(clf_avg.log_evidences_, clf_avg.log_evidence_stds_, k)
+    print(f"{prior_std:9.3f} {clf_avg.log_evidences_[k]:12.2f} +- "
+          f"{clf_avg.log_evidence_stds_[k]:4.2f} {gap:13.2f} +- {bar:5.2f}"
+          f" {clf_avg.weights_[k]:10.4f} {member_log_loss[-1]:15.4f}  {word}")
 
 # The best single model predicts with its own posterior predictive; the
 # averager mixes the candidates' class probabilities with weights p(M | D).
-# The neighbours of the best prior scale predict almost like it, so the gain
-# is small: averaging mainly guards against betting on one scale when the
-# evidence cannot tell them apart, and it costs nothing extra here since the
-# search has already fitted every candidate.
+# The two neighbours of the best prior scale are indistinguishable from it
+# at this error bar (the table above), and they predict almost like it, so
+# the gain is small: averaging mainly guards against betting on one scale
+# when the evidence cannot tell them apart, and it costs nothing extra here
+# since the search has already fitted every candidate.
 best_prior_std = clf_search.best_params_["evidencelogisticregression__prior_std"]
 for label, model in [(f"best single model (prior_std {best_prior_std:.3f})", clf_search),
                      ("evidence-weighted average", clf_avg)]:

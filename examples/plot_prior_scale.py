@@ -34,9 +34,10 @@ exact = [clone(reg).set_params(prior_std=s).exact_log_evidence(X, y) for s in de
 train_mse = [np.mean((est.predict(X) - y) ** 2) for est in search.candidates_]
 
 r = search.results_
-print("prior_std   log evidence   P(M | D)   training MSE")
+print("prior_std   log evidence +- std   P(M | D)   training MSE")
 for k, s in enumerate(prior_stds):
-    print(f"{s:9.3f} {r['log_evidence'][k]:14.2f} {r['posterior_probability'][k]:10.4f}"
+    print(f"{s:9.3f} {r['log_evidence'][k]:12.2f} +- {r['log_evidence_std'][k]:4.2f}"
+          f" {r['posterior_probability'][k]:10.4f}"
           f" {train_mse[k]:14.3f}")
 print(f"best prior_std: {search.best_params_['prior_std']:.3g}")
 

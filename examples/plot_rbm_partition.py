@@ -107,11 +107,10 @@ for scale, exact, estimate, std in rows:
 # %%
 # The estimates agree with the enumeration within two of their reported
 # error bars (``log_evidence_std``), from a nearly Gaussian visible
-# marginal to a strongly coupled one. Over 6 seeds
-# (``benchmarks/bench_rbm_partition.py``) the mean error was within 0.02
-# nats of zero up to scale 2, but the seeds' spread was up to 1.5 times the
-# reported error bar at scales 0.5-1; at scale 3 the runs were 0.4 nats low
-# on average (still within their larger error bars).
+# marginal to a strongly coupled one. One run cannot show more; over
+# several seeds (see the benchmarks page) the spread of the errors can
+# exceed the reported error bar somewhat, as ``log_evidence_std`` does not
+# include the sampler's bias.
 exact, estimate, std = (np.array(col) for col in list(zip(*rows))[1:])
 fig, ax = plt.subplots(figsize=(5, 3.5))
 ax.errorbar(scales, estimate - exact, yerr=2 * std, fmt="o", capsize=4,

@@ -5,8 +5,8 @@ Detecting changes in a stream from its evidence
 When the data-generating distribution changes, the posterior of the data
 so far predicts the new data badly: the log evidence of the next chunk
 drops, and the sampler needs more annealing steps to absorb it (Cameron,
-Eggers & Kroon, 2019, section 6.2). :func:`skevidence.diagnostics.detect_shifts`
-reads this off ``evidence_trace_``: each chunk's log predictive per
+Eggers & Kroon, 2019, section 7.2, on the stream of their section 6.2).
+:func:`skevidence.diagnostics.detect_shifts` reads this off ``evidence_trace_``: each chunk's log predictive per
 observation is compared with the chunks since the last shift, in units of
 its noise, and a large drop is a shift.
 
@@ -78,8 +78,8 @@ plt.show()
 # -------------------------
 # The paper's own check compares the final evidence of the in-order stream
 # with that of the shuffled one: the same data, so they should agree. Here
-# the in-order estimate ends far below (printed above; about 1400 nats at
-# these cheap settings, more with fewer particles): the particles fitted
+# the in-order estimate ends far below (printed above: hundreds of nats at
+# these cheap settings, hundreds of times the error bars): the particles fitted
 # the first regime and did not all find the clusters that appeared later,
 # so its final evidence is not to be trusted, even though the change points
 # are. The shuffled stream shows every cluster from the start.

@@ -4,9 +4,9 @@ The engine allocates and frees tensors of a few hundred kilobytes to a
 few megabytes at every gradient step (``[n_particles, n_classes,
 batch_size]`` scores). glibc's ``malloc`` serves them from its heap and,
 once more than its trim threshold lies free at the top, hands that memory
-back to the OS, so the next step page-faults it in again: on the paper's
-logistic model that doubled the CPU time of a fit (N = 3000: 36.5 s with
-8.4 million page faults against 17.8 s with 29 thousand). Raising the
+back to the OS, so the next step page-faults it in again, and the page
+faults, not the arithmetic, dominate the time of a fit of small tensors
+(see the benchmarks page, docs/benchmarks.rst). Raising the
 trim and mmap thresholds once per process, as ``MALLOC_TRIM_THRESHOLD_``
 and ``MALLOC_MMAP_THRESHOLD_`` would, keeps up to :data:`TRIM_THRESHOLD`
 bytes of freed memory for reuse. Other C libraries, and a process that

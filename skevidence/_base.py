@@ -31,9 +31,10 @@ __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC
 # Final ESS below this fraction of the particles: the islands' weights (or
 # one island's) have degenerated.
 ESS_COLLAPSE = 0.05
-# Annealing steps of one chunk after the first (healthy default fits: at
-# most 7 on linear regression at N = 2e4, 9 on a 12-parameter logistic
-# model; the first chunk starts from the prior and needs about 30).
+# Annealing steps of one chunk after the first: a chunk that starts from the
+# posterior so far needs a handful of steps in a healthy fit (the first,
+# from the prior, needs more and is not counted), so this many mean the
+# moves do not keep the particles at the posterior.
 MAX_ANNEALING_STEPS = 200
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -53,10 +54,10 @@ FULL_DATA_METHODS = {"ais", "nested"}
 # that many annealing steps in one of them signal a problem.
 _ONLINE_ANNEALING = {"sgais", "smc"}
 
-# Below this many particles the evidence is unreliable: on linear regression
-# at N = 2000 (6 parameters, 3-5 seeds; benchmarks/bench_n_particles.py) 1, 2
-# and 4 particles were thousands of nats off, 8 from -137 to +4, 12 and 16
-# within 1.6 nats, 64 and 128 within 0.5.
+# Below this many particles the evidence is unreliable: the weights of a
+# small cloud degenerate within the first chunk, and the estimate's error
+# grows far beyond its reported std (see the benchmarks page,
+# docs/benchmarks.rst).
 _MIN_RELIABLE_PARTICLES = 16
 
 # Prediction works on blocks of rows whose per-particle intermediate
@@ -161,9 +162,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         particles that are independent posterior draws when a segment
         starts). It does not capture the sampler's bias: particles that
         lag the posterior (see ``diagnostics_``) or miss a mode give an
-        error beyond it. Calibrated on linear regression at N = 2e4
-        (over 20 data sets 85-95% of the errors lay within 2 std;
-        benchmarks/bench_calibration.py).
+        error beyond it. Its calibration against exact evidences is on
+        :doc:`the benchmarks page </benchmarks>`.
     evidence_trace_ : dict of ndarray
         One entry per chunk: ``n_seen``, ``log_evidence``,
         ``n_annealing_steps``, ``ess`` (of the weights after the chunk),
@@ -189,11 +189,11 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
 SHARED_PARAMS_DOC = """\
     n_particles : int, default=128
         Number of weighted particles ``M``. The evidence estimator's own
-        floor (weight degeneracy) falls with ``M``; 128 keeps it well under a
-        nat on the paper's models at little cost (the paper used 10, which
-        leaves a bias of 10-20 nats even with exact posterior draws). At
-        least 2; below 16 a ``ConvergenceWarning`` says the evidence can be
-        far off (8 particles erred by up to 137 nats on linear regression).
+        floor (weight degeneracy) falls with ``M``; 128 keeps it small
+        against the differences between models at little cost (the paper's
+        10 leave a large bias even with exact posterior draws; see
+        :doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
+        says the evidence can be far off.
     max_particles : int or None, default=None
         ``None`` uses ``n_particles`` throughout. An integer (at least
         ``n_particles``) turns on Adaptive Resample-Move: a chunk whose
@@ -202,12 +202,9 @@ SHARED_PARAMS_DOC = """\
         resamples its particles to twice as many, up to ``max_particles``,
         and back to ``n_particles`` before its last move;
         ``evidence_trace_["n_particles"]`` shows the count per chunk.
-        Measured on the paper's logistic model and a 3-component mixture
-        (N = 1000 and 2000, 32 particles grown to 128, 5 seeds;
-        ``benchmarks/bench_arm.py``), growth narrowed the spread of
-        ``log_evidence_`` but its variance per CPU second was 0.4-2x that
-        of the fixed count, where doubling the fixed count gave
-        0.14-0.57x; so the default is ``None``.
+        The default is ``None`` because, for the same CPU time, a larger
+        fixed ``n_particles`` reduced the variance of ``log_evidence_``
+        more than growth did (see :doc:`/benchmarks`).
     batch_size : int, default=500
         Size of the chunks the data are added in, and of the mini-batches
         drawn from past data (the paper's 500).
@@ -220,7 +217,7 @@ SHARED_PARAMS_DOC = """\
         otherwise it is ``learning_rate / n`` after ``n`` observations (the
         paper's ``eta = 0.1 / N`` with ``N`` replaced by the count seen so
         far, which a stream knows). Each estimator's default was chosen by
-        measurement; its Notes say how.
+        measurement (see :ref:`settings` and :doc:`/benchmarks`).
     momentum_decay : float, default=0.2
         Friction ``alpha`` of SGHMC: the fraction of the momentum removed
         at every step (the paper's 0.2).
@@ -260,8 +257,9 @@ SHARED_PARAMS_DOC = """\
         continue across ``partial_fit`` calls. ``0`` prints nothing.
     engine_options : dict or None, default=None
         Advanced settings of the engine beyond the parameters above, by the
-        names of the fields of ``skevidence.inference.sgais.SGAISConfig``
-        (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
+        names of the fields of
+        :class:`~skevidence.inference.sgais.SGAISConfig`, whose page lists
+        every key with its default and what it does (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
         They override the estimator's own per-model engine settings; an
         unknown name, a value of the wrong type or range, or a name that
         is one of the parameters above raises ``ValueError`` at ``fit``.
@@ -395,9 +393,9 @@ class BaseEvidenceEstimator(BaseEstimator):
         if m < _MIN_RELIABLE_PARTICLES:
             warnings.warn(
                 f"n_particles={m} is below {_MIN_RELIABLE_PARTICLES}: the evidence can be "
-                "far off (on linear regression with 6 parameters, 8 particles erred by up "
-                f"to 137 nats and 4 by thousands); {_MIN_RELIABLE_PARTICLES} particles gave "
-                "errors within about 1.5 nats and 64-128 within 0.5 (the default is 128)",
+                "many nats off, far beyond its log_evidence_std_, because the weights of so "
+                "few particles degenerate; use at least "
+                f"{_MIN_RELIABLE_PARTICLES} (the default is 128; see the benchmarks page)",
                 ConvergenceWarning, stacklevel=2)
 
     def _engine_config(self):
@@ -592,8 +590,8 @@ class BaseEvidenceEstimator(BaseEstimator):
                            "or increase n_burnin)")
         if self.method in _PREDICTIVE_METHODS:
             # Below two, one particle carried the chunk: its delta-method
-            # variance no longer bounds the error (a shift in the stream gave
-            # an ESS of 1.0 and an error of 170 nats with a std of 1.1).
+            # variance no longer bounds the error, which can then be far
+            # larger than the reported std (e.g. after a shift in the stream).
             worst = float(self.evidence_trace_["ess"].min())
             if worst < 2.0:
                 reasons.append(f"a chunk's predictive estimate rested on an ESS of {worst:.1f} "

@@ -81,8 +81,8 @@ def set_config(n_threads=_UNSET):
         fastest for the engine's small tensors and cannot collapse when
         other processes (or other fits, e.g. ``EvidenceSearch(n_jobs=2)``
         with a threading backend) share the cores: with torch's default of
-        one thread per core a fit can be tens of times slower, or stall,
-        when one core is busy (``benchmarks/bench_threads.py``). Raise it
+        one thread per core a fit slows down many times, or stalls, when
+        one core is busy (see :doc:`/benchmarks`). Raise it
         for large problems on an otherwise idle machine (thousands of
         particles, hundreds of features); ``None`` leaves torch's own
         setting (``torch.set_num_threads``) untouched. A GPU fit needs no

@@ -2,8 +2,8 @@
 
 During online estimation, a change in the data-generating distribution
 shows in the evidence: the chunks after it are predicted worse by the
-posterior of the data before it (Cameron, Eggers & Kroon, 2019, section
-6.2). :func:`shift_scores` turns ``evidence_trace_`` into a standardised
+posterior of the data before it (Cameron, Eggers & Kroon, 2019, sections
+6.2 and 7.2). :func:`shift_scores` turns ``evidence_trace_`` into a standardised
 surprise per chunk and :func:`detect_shifts` reports where it is large.
 (The engine's own checks of a run live in ``skevidence.inference``.)
 """
@@ -212,7 +212,7 @@ def detect_shifts(estimator, *, threshold=5.0, window=10):
     ----------
     Cameron, S. A., Eggers, H. C. & Kroon, S. (2019). Stochastic gradient
     annealed importance sampling for efficient online marginal likelihood
-    estimation. Entropy 21(11), 1109 (section 6.2).
+    estimation. Entropy 21(11), 1109 (sections 6.2 and 7.2).
 
     Examples
     --------

@@ -104,7 +104,7 @@ class BayesianModelAverager(_BaseComposition):
     log_evidence_stds_ : ndarray of shape (n_estimators,)
         The members' ``log_evidence_std_`` (Monte Carlo standard deviation
         of ``log_evidences_``), ``nan`` for members that report none. An
-        :class:`EvidenceTieWarning` is issued when the two most probable
+        :class:`~skevidence.exceptions.EvidenceTieWarning` is issued when the two most probable
         members are closer than twice their combined std.
     weights_ : ndarray of shape (n_estimators,)
         Posterior model probabilities ``p(M_k | D)``; they sum to 1.

@@ -304,9 +304,9 @@ class EvidenceResult:
     weights : ndarray of shape (n_particles,)
         Their normalised importance weights.
     trace : dict of ndarray
-        One entry per chunk, as :attr:`EvidenceModel.evidence_trace_`.
+        One entry per chunk, as ``EvidenceModel.evidence_trace_``.
     diagnostics : dict
-        Health of the run, as :attr:`EvidenceModel.diagnostics_`.
+        Health of the run, as ``EvidenceModel.diagnostics_``.
     """
 
     log_evidence: float

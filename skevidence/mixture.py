@@ -34,8 +34,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     :class:`sklearn.mixture.BayesianGaussianMixture`'s does: ``mean_prior``
     is the mean and ``variance_scale`` a tenth of the variance of every
     feature in the first batch (all of ``X`` in ``fit``, the first call's
-    batch in ``partial_fit``), then frozen (:attr:`mean_prior_`,
-    :attr:`variance_scale_`). Rescaling the data by ``c`` then shifts every
+    batch in ``partial_fit``), then frozen (``mean_prior_``,
+    ``variance_scale_``). Rescaling the data by ``c`` then shifts every
     ``log_evidence_`` by the Jacobian ``-n_samples * n_features * log(c)``
     (the sampler's paths are the same up to rounding) and changes neither
     the chosen number of components nor the cost. The
@@ -43,7 +43,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     ``fit`` starts over; ``partial_fit`` conditions the current posterior
     on more data. The log evidence ranks mixtures of different sizes
-    (:attr:`log_evidence_` of each ``n_components``): unlike the
+    (``log_evidence_`` of each ``n_components``): unlike the
     likelihood it does not grow with the number of components by itself.
 
     Parameters
@@ -107,13 +107,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     models (``engine_options`` overrides them): one control-variate
     reference per particle and a per-particle diagonal preconditioner from the model's
     Fisher information. The warm-up up to 2000 observations (the linear
-    models: 1000) is Metropolis-adjusted, chosen against an
-    importance-sampling reference over the relabellings of the posterior
-    mode (3-cluster 2-D data, three geometries,
-    ``benchmarks/bench_gmm_reference.py``): with the unadjusted warm-up
-    the estimates were high by about a nat, and ending the adjusted one at
-    1000 observations left the worst runs 1.7-1.9 nats low (the user
-    guide has the measurements).
+    models: 1000) is Metropolis-adjusted: the posterior of a mixture stays
+    far from Gaussian for longer, and unadjusted moves on those first
+    observations biased the evidence against an importance-sampling
+    reference (:ref:`settings` and :doc:`/benchmarks` have the
+    measurements).
 
     References
     ----------
@@ -139,19 +137,18 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     (5, 2)
     """
 
-    # warmup_size=2000: with the adjusted moves only up to 1000 observations
-    # the first SGHMC chunks (1000-2000) lost 0.6-0.8 nats in the worst runs
-    # against the importance-sampling reference (benchmarks/bench_gmm_reference.py).
-    # warmup_dtype stays double: single precision costs 1.45x less at N = 1e3
-    # with the same evidence there (4 seeds: -4495.67 +- 0.39 against
-    # -4495.57 +- 0.35), but at N = 1e5 (sampler seed 1, bench_gmm.py) the
-    # cloud missed the light component with it (-438185.8, and -438174.7
-    # without the long-stream settings) and not without it (-438167.6).
+    # warmup_size=2000: the mixture's posterior is far from Gaussian for
+    # longer than a linear model's, and SGHMC chunks started at 1000
+    # observations biased the evidence low (see docs/benchmarks.rst).
+    # warmup_dtype stays double: single precision is cheaper, but on long
+    # streams its rounding can let the cloud miss a light component, which
+    # no later move recovers (see docs/benchmarks.rst).
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
                         "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
 
     # Data-driven component births at checkpoints (inference/mode_jumps.py), off by
-    # default: at N = 1e4 on the paper's mixture they changed nothing (see the user guide).
+    # default: they cost moves and did not change the paper's mixture's evidence
+    # (see the user guide).
     _mode_jumps = False
 
     _parameter_constraints = {
@@ -342,8 +339,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
         Averaging responsibilities over particles would mix components
         that differ only by their labels, so the labels are those of the
-        single particle with the largest weight (as :attr:`weights_`,
-        :attr:`means_` and :attr:`covariances_`).
+        single particle with the largest weight (as ``weights_``,
+        ``means_`` and ``covariances_``).
 
         Parameters
         ----------
@@ -420,7 +417,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
         Computed in float64; it does not need the estimator to be fitted.
         Priors taken from the data are those frozen by the last ``fit``
-        (:attr:`mean_prior_`, :attr:`variance_scale_`) when there is one,
+        (``mean_prior_``, ``variance_scale_``) when there is one,
         else computed from ``X``.
 
         Parameters

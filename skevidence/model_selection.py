@@ -83,7 +83,7 @@ class EvidenceSearch(BaseEstimator):
         ``params`` (dicts), one masked ``param_<name>`` column per parameter,
         ``log_evidence``, ``log_evidence_std`` (the candidate's
         ``log_evidence_std_``, ``nan`` if it reports none; an
-        :class:`~skevidence.ensemble.EvidenceTieWarning` is issued when the
+        :class:`~skevidence.exceptions.EvidenceTieWarning` is issued when the
         best two are closer than ``2 sqrt(s1^2 + s2^2)``),
         ``posterior_probability`` (``p(M_k | D)``),
         ``log_bayes_factor`` (``log p(D | M_k) - log p(D | M_best)``),

@@ -67,11 +67,10 @@ def sghmc_step_size(model, state, config):
 
     The Metropolis-adjusted warm-up adapts its step to keep most proposals
     (EXACT_ACCEPTANCE). With hundreds of parameters that step falls below
-    ``learning_rate`` (digits, 650 parameters: 0.037 against 0.1), and
-    unadjusted moves with the larger step left the cloud below the
-    posterior (training log-likelihood -119 against -83, 4 nats lower log
-    evidence; benchmarks/bench_highdim.py). With the particles' covariance
-    (enough particles) the cap is not applied.
+    ``learning_rate``, and unadjusted moves with the larger step leave the
+    cloud below the posterior, biasing the evidence low (see
+    docs/benchmarks.rst). With the particles' covariance (enough
+    particles) the cap is not applied.
     """
     # (The curvature test first: n_adjusted_moves sums over the whole trace.)
     if not uses_curvature(model, state, config) or state.n_adjusted_moves == 0:

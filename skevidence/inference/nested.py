@@ -51,11 +51,10 @@ REPLACE_FRACTION = 1 / 8
 # Stop when the live points can add at most this much to log Z.
 DLOGZ = 0.01
 # Leapfrog steps per trajectory of the constrained moves; a new point makes
-# n_burnin / 2 trajectories (n_trajectories). On linear regression with
-# unknown noise (N = 500, 128 live points, 8 seeds) the spread of the
-# errors was 0.77 nats with 5 trajectories, 0.54 with 15 and 0.35 with 10,
-# against a stated sqrt(H / n_live) of 0.43: fewer leave the new points
-# correlated with the survivors they were copied from.
+# n_burnin / 2 trajectories (n_trajectories). Fewer steps leave the new
+# points correlated with the survivors they were copied from, so the
+# spread of the evidence exceeds its stated sqrt(H / n_live); 8 is where
+# the two agreed (see docs/benchmarks.rst).
 TRAJECTORY_STEPS = 8
 # Target acceptance of the constrained trajectories (step size adapted to it).
 TARGET_ACCEPTANCE = 0.6

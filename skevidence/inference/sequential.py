@@ -41,12 +41,10 @@ rollback = sgais.rollback
 # Chunks grow by this factor until they hold batch_size observations. A
 # chunk's predictive rests on particles that lag the posterior (one move
 # per chunk), and its log-mean underestimates more the larger the chunk
-# is relative to the data seen. On the paper's 44-parameter logistic model
-# (seeds 0 and 1, N = 1000 and 3000, 128 particles) the errors against an
-# importance-sampling reference were -4 to -10 nats with 1.25 (predictive
-# ESS of 1-3 of 128 in several chunks, a warning), -0.5 to -3 with 1.1
-# and -0.1 to -0.8 with 1.05 (no chunk flagged), at 3x the CPU time of
-# 1.25 (9 s instead of 2.5 s at N = 3000).
+# is relative to the data seen. 1.05 is the largest factor whose bias
+# stayed within the error bar against an importance-sampling reference;
+# larger factors are cheaper but collapse the predictive's ESS (see
+# docs/benchmarks.rst).
 GROWTH = 1.05
 
 
@@ -58,9 +56,8 @@ def chunk_ends(n_seen, n_new, batch_size):
     observations (``n = batch_size / (GROWTH - 1)``), then they are the
     multiples of ``batch_size``: a function of the stream position only,
     so how a stream is cut into calls does not matter. (Ending the ramp at
-    ``n = batch_size`` instead made the next chunk as large as the data
-    seen: on the 44-parameter logistic model at N = 1000 its predictive
-    had an ESS of 1 of 128 and the estimate fell 6 nats.)
+    ``n = batch_size`` instead would make the next chunk as large as the
+    data seen, whose predictive rests on a collapsed ESS.)
     """
     ramp, n = [], 0
     while max(n + 1, int(GROWTH * n)) - n < batch_size:

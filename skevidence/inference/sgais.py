@@ -100,7 +100,7 @@ def chunk_ends(n_seen, n_new, config):
     ``first_chunk_size``; only when that is set and with ``exact_warmup``).
     The chunks nearest the prior need the most annealing steps per
     observation; kept small, each of their steps (exact moves over the data
-    seen) costs a fraction of a full chunk's (benchmarks/bench_first_chunk.py).
+    seen) costs a fraction of a full chunk's (see docs/benchmarks.rst).
     Feeding a stream in pieces that end on these boundaries gives the
     numbers of one call.
     """
@@ -132,7 +132,24 @@ def _counting(move, steps, callback):
 
 
 class AnnealingWarning(UserWarning):
-    """A chunk needed unusually many annealing steps (see ``annealing_steps_warning``)."""
+    """A chunk needed unusually many annealing steps.
+
+    Issued by ``fit`` / ``partial_fit`` of the SGAIS estimators when
+    conditioning on one chunk took more annealing (tempering) steps than
+    the ``annealing_steps_warning`` entry of ``engine_options`` (250 by
+    default; ``None`` turns the warning off). The number of steps grows
+    only slowly with how informative a chunk is, but fast when the data
+    lie far in the tails of the prior (a prior-data conflict, e.g. targets
+    on a scale of 100 under a unit prior) or of the posterior so far (a
+    change in the stream): the fit becomes slow and the estimate loses
+    accuracy.
+
+    What to do: put the data on the scale the prior assumes (standardise
+    the features and targets) or widen the prior; for a stream that
+    changes, see :func:`skevidence.diagnostics.detect_shifts`.
+
+    Public name: :class:`skevidence.exceptions.AnnealingWarning`.
+    """
 
 
 def _warn_if_long(longest, config):
@@ -198,10 +215,10 @@ def _skips_move(state, config, tally, lam, resampled):
     with the weights' ESS still near ``M``. The weighted particles represent
     the posterior already; they need a move only once the ESS, falling over
     the chunks, is below ``move_ess * M``, or resampling made copies (IBIS,
-    Chopin 2002). Chunks of several steps keep every move: on the paper's
-    logistic model (N = 1e6, one seed) skipping also the last move of
-    two-step chunks (N ~ 1e4-2e5) gave an error of -3.3 nats against -0.35,
-    and skipping their intermediate moves -2.3 at N = 1e5 against -0.4.
+    Chopin 2002). Chunks of several steps keep every move: their weights
+    have moved away from the particles' positions, and skipping any of
+    their moves let the cloud lag the posterior and biased the evidence low
+    on long streams (see docs/benchmarks.rst).
     """
     threshold = config.move_ess
     if threshold is None or lam < 1.0 or tally.n_steps > 1 or resampled:
@@ -358,13 +375,11 @@ def _refresh_factor(cv, config):
     """Growth of the data between two refreshes of the control variate's reference.
 
     The mini-batch noise grows with the particles' distance from the
-    reference, and a reference that lags the moving posterior biased the
-    evidence of the paper's logistic model low (a factor 2.0: -1.4 +- 0.9
-    nats at N = 3e4 over 4 seeds, 1.02: -1.0, with minibatch_size 2000:
-    -0.25; benchmarks/bench_logistic_stream.py). One shared reference costs
-    2 gradients per stored observation to move, amortised 22 per new
-    observation at 1.1, against about 2600 for the moves; one reference per
-    particle costs M times that, so it keeps 2.0.
+    reference, and a reference that lags the moving posterior biases the
+    evidence low (see docs/benchmarks.rst), so one shared reference, cheap
+    to move (two gradients per stored observation, amortised over the
+    growth of the data), follows the particles closely (1.1); one reference
+    per particle costs ``M`` times as much, so it moves less often (2.0).
     """
     if config.cv_refresh_factor is not None:
         return config.cv_refresh_factor

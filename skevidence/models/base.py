@@ -195,7 +195,7 @@ class Model:
         """``batch`` ready for many :meth:`log_likelihood_and_grad` calls at different ``theta``.
 
         The engine's exact warm-up evaluates the same data at every step of
-        a move. A model may return a :class:`PreparedBatch` with the
+        a move. A model may return a ``PreparedBatch`` with the
         statistics of the data its likelihood needs (a Gram matrix, label
         counts) and use them in :meth:`log_likelihood_and_grad`; the
         default returns ``batch`` unchanged.

@@ -156,7 +156,7 @@ class GaussianMixtureModel(Model):
     # -- likelihood ------------------------------------------------------------------
 
     def prepare_batch(self, batch):
-        """The batch with its features ``[x^2, x, 1]`` (:meth:`_log_joint`'s right factor)."""
+        """The batch with its features ``[x^2, x, 1]`` (the right factor of ``_log_joint``)."""
         return PreparedBatch(batch, features=_joint_features(batch[0]))
 
     def _log_joint(self, theta, X, prepared=None):

@@ -222,8 +222,8 @@ class LinearRegressionModel(Model):
         With ``r0 = y - Phi beta0`` at the mean ``beta0`` and ``delta = beta
         - beta0``, the squared residuals are ``r0'r0 - 2 delta' Phi' r0 +
         delta' Phi' Phi delta``: ``O(B d^2)`` once per batch and ``O(M d^2)``
-        for the particles, instead of an ``[M, B]`` residual matrix (5x less
-        CPU for 128 particles on 1000 observations). Centring at ``beta0``
+        for the particles, instead of an ``[M, B]`` residual matrix, which
+        costs far more when ``B`` exceeds ``d``. Centring at ``beta0``
         keeps ``r0'r0`` of the size of the residuals, so no cancellation
         occurs however large the targets' offset.
         """

@@ -54,9 +54,9 @@ class LogisticRegressionModel(GaussianPriorModel):
 
         One ``[M K, p] x [p, B]`` product for all particles (the biases
         added inside it), and the data index last so that the reductions
-        over the (few) classes run over contiguous rows of ``B``: a softmax
-        over a last dimension of size ``K = 4`` was ten times slower in
-        torch (6 ms against 0.6 ms for ``M = 129, B = 500`` on one core).
+        over the (few) classes run over contiguous rows of ``B``: torch's
+        reductions over a short last dimension (``K`` classes) are many
+        times slower than over a long contiguous one.
         """
         W, b = self.unpack(theta)
         flat = W.reshape(-1, self.n_features)
@@ -186,9 +186,8 @@ def _picked(scores, y):
 
 
 # The class reductions below overwrite the scores in place: a fresh
-# [M, K, B] tensor per operation (torch.softmax, a shifted copy) made a
-# gradient of M = 128 particles on B = 500 observations 2x slower on one
-# core (3.4 ms against 1.5 ms; the allocations, not the arithmetic).
+# [M, K, B] tensor per operation (torch.softmax, a shifted copy) costs more
+# in allocation than the arithmetic does at the engine's sizes.
 # Scores that autograd tracks (the posterior-gap check) are copied first.
 
 
