@@ -125,7 +125,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
-from skevidence.inference import sgais
+from skevidence.inference import preconditioning
 from skevidence.inference.kernels import ghmc, precision_preconditioner
 from skevidence.models import LogisticRegressionModel, Model
 
@@ -155,16 +155,16 @@ def low_rank_plus_diagonal(theta, W, shrinkage=0.0):
 @contextlib.contextmanager
 def variant(precond):
     """Engine patches for the variants that are not engine settings."""
-    saved = (sgais.covariance_preconditioner,
+    saved = (preconditioning.covariance_preconditioner,
              LogisticRegressionModel.expected_fisher_information)
     if precond == "low-rank":
-        sgais.covariance_preconditioner = low_rank_plus_diagonal
+        preconditioning.covariance_preconditioner = low_rank_plus_diagonal
     if precond == "curv-mean":  # the curvature at the particles' weighted mean
         LogisticRegressionModel.expected_fisher_information = Model.expected_fisher_information
     try:
         yield
     finally:
-        (sgais.covariance_preconditioner,
+        (preconditioning.covariance_preconditioner,
          LogisticRegressionModel.expected_fisher_information) = saved
 
 

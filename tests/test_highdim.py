@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from skevidence.datasets import make_logistic_regression
-from skevidence.inference import sgais
+from skevidence.inference import moves, preconditioning, sgais
 from skevidence.inference.kernels import ledoit_wolf_shrinkage, precision_preconditioner
 from skevidence.models import LinearRegressionModel, LogisticRegressionModel, Model
 
@@ -42,10 +42,10 @@ def test_unadjusted_step_is_capped_by_the_warmup_step_only_with_the_curvature():
     for M, capped in [(32, True), (256, False)]:
         config = sgais.SGAISConfig(n_particles=M, learning_rate=0.1)
         state = sgais.init(logistic, config, torch.Generator().manual_seed(0))
-        assert sgais._sghmc_step_size(logistic, state, config) == 0.1  # no warm-up yet
+        assert moves.sghmc_step_size(logistic, state, config) == 0.1  # no warm-up yet
         state.exact_step_size = 0.01
         sgais.record_chunk(state, 3, acceptance=0.8)  # a chunk of adjusted warm-up moves
-        assert sgais._sghmc_step_size(logistic, state, config) == (0.01 if capped else 0.1)
+        assert moves.sghmc_step_size(logistic, state, config) == (0.01 if capped else 0.1)
 
 
 def test_precision_preconditioner_is_a_square_root_of_the_inverse():
@@ -76,7 +76,7 @@ def test_curvature_is_used_only_with_fewer_than_two_particles_per_parameter():
     for model, M, expected in [(logistic, 32, True), (logistic, 200, False), (linear, 32, False)]:
         config = sgais.SGAISConfig(n_particles=M)
         state = sgais.init(model, config, torch.Generator().manual_seed(0))
-        assert sgais._uses_curvature(model, state, config) is expected
+        assert preconditioning.uses_curvature(model, state, config) is expected
 
 
 def _fit(curvature_ratio):

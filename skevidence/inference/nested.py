@@ -40,6 +40,7 @@ from ..models.base import batch_size_of
 from . import islands
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
+from .resampling import systematic_resample
 from .sgais import SGAISState, record_chunk
 
 __all__ = ["init", "update", "checkpoint", "rollback", "nested_sampling", "constrained_hmc",
@@ -294,17 +295,9 @@ def set_posterior_particles(state, result):
     M = state.theta.shape[0]
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
-    index = _systematic_draws(result.log_weights, M, u)
+    index = systematic_resample(result.log_weights, u, M)
     state.theta = result.theta[torch.as_tensor(index, device=result.theta.device)]
     state.log_W = np.full(M, -math.log(M))
-
-
-def _systematic_draws(log_W, n, u):
-    """``n`` systematic draws (indices) from normalised log-weights of any length."""
-    cdf = np.cumsum(np.exp(log_W - np.max(log_W)))
-    cdf /= cdf[-1]
-    points = (np.arange(n) + u) / n
-    return np.minimum(np.searchsorted(cdf, points, side="right"), log_W.shape[0] - 1)
 
 
 @dataclass

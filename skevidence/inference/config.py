@@ -1,0 +1,245 @@
+"""The SGAIS engine's settings: one frozen record, validated on creation."""
+
+import numbers
+import typing
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+__all__ = ["SGAISConfig"]
+
+
+# What the annotations of SGAISConfig's fields accept (numpy scalars included).
+_ACCEPTED = {int: numbers.Integral, float: numbers.Real, bool: (bool, np.bool_), str: str,
+             type(None): type(None)}
+
+
+def _check_type(name, value, annotation):
+    kinds = typing.get_args(annotation) or (annotation,)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if not isinstance(value, tuple(_ACCEPTED[k] for k in kinds)) or (is_bool and bool not in kinds):
+        raise ValueError(f"SGAISConfig.{name} must be of type {annotation}, got {value!r}")
+
+
+# Smallest value of the numeric settings (None, where allowed, passes).
+_LOWER_BOUNDS = {
+    "n_particles": 2, "batch_size": 1, "n_burnin": 1, "reservoir_size": 1, "warmup_size": 0,
+    "warmup_factor": 1, "n_islands": 1, "first_chunk_size": 1, "annealing_steps_warning": 1,
+    "curvature_ratio": 0.0, "cv_refresh_factor": 1.0, "max_particles": 2,
+    "growth_threshold": 0.0, "move_ess": 0.0, "minibatch_size": 1,
+}
+
+
+# The values each string setting of SGAISConfig accepts.
+_CHOICES = {
+    "precondition": (None, "covariance", "model", "curvature"),
+    "control_variate": (None, "shared", "particle"),
+    "integrator": ("baoab", "sghmc"),
+    "warmup_dtype": (None, "float32"),
+}
+
+
+@dataclass(frozen=True)
+class SGAISConfig:
+    """Settings of the SGAIS engine: the keys that ``engine_options`` accepts.
+
+    The estimators build one from their parameters (the first eight fields
+    below, and ``max_particles``; set them with the estimator's parameters
+    of the same name, not through ``engine_options``), their per-model
+    defaults (e.g. :class:`~skevidence.EvidenceGMM` moves with
+    ``precondition="model"`` and one control-variate reference per
+    particle), and then the entries of ``engine_options``, which win. A
+    name that is not a field, a value of the wrong type or outside its
+    range raise ``ValueError``.
+
+    Parameters
+    ----------
+    n_particles : int, default=128
+        Number of weighted particles (the estimators' ``n_particles``).
+    batch_size : int, default=500
+        Observations per chunk (the estimators' ``batch_size``).
+    n_burnin : int, default=20
+        Moves after every annealing step (the estimators' ``n_burnin``).
+    learning_rate : float, default=0.1
+        Step size of the SGHMC moves (the estimators' ``learning_rate``).
+    momentum_decay : float, default=0.2
+        SGHMC friction (the estimators' ``momentum_decay``).
+    target_ess : float, default=0.9
+        Conditional ESS kept by each annealing step, as a fraction of the
+        particles (the estimators' ``target_ess``).
+    resample_threshold : float, default=0.5
+        Resample when the ESS falls below this fraction of the particles
+        (the estimators' ``resample_threshold``).
+    reservoir_size : int or None, default=None
+        Observations kept for the mini-batches; ``None`` keeps them all
+        (the estimators' ``reservoir_size``).
+    precondition : {"covariance", "model", "curvature"} or None, \
+default="covariance"
+        Metric of the moves. ``"covariance"``: the particles' weighted
+        covariance, so the step follows the posterior's scale and
+        correlations (the model's curvature instead when there are too few
+        particles, see ``curvature_ratio``); ``"model"``: a diagonal scale
+        per particle from the model's ``posterior_scale``, so that
+        particles in different modes of a multimodal posterior (the
+        relabellings of a mixture) each move on their own scale, which one
+        covariance across the cloud cannot give; ``"curvature"``:
+        the model's Laplace precision at the particles' mean; ``None``:
+        isotropic, ``learning_rate / n`` after ``n`` observations.
+    control_variate : {"shared", "particle"} or None, default="shared"
+        Control variate of the mini-batch gradient of the past data, whose
+        noise otherwise grows with the data seen: ``"shared"``, one
+        reference point (the particles' mean; for unimodal posteriors);
+        ``"particle"``, one per particle (particles in different modes each
+        keep their own, at ``n_particles`` times the cost of a refresh);
+        ``None``, plain mini-batches.
+    cv_refresh_factor : float or None, default=None
+        The control variate's reference moves to the particles each time
+        the data seen grow by this factor (a pass over the stored data).
+        ``None``: 1.1 for one shared reference, whose refresh is cheap, and
+        2.0 for one per particle. At least 1.
+    warmup_size : int, default=1000
+        Length of the warm-up, in observations: below it the moves take
+        ``warmup_factor`` times more steps and, with ``exact_warmup``, are
+        Metropolis-adjusted on the exact posterior.
+    warmup_factor : int, default=2
+        Moves per annealing step are ``n_burnin * warmup_factor`` during
+        the warm-up.
+    integrator : {"baoab", "sghmc"}, default="baoab"
+        Integrator of the stochastic-gradient moves: the BAOAB splitting of
+        the Langevin dynamics, exact in distribution for a Gaussian target
+        at any stable step, or the paper's first-order SGHMC update, whose
+        stationary variance is inflated by a term of the order of the step.
+    precondition_shrinkage : float or "ledoit-wolf", default=0.0
+        Weight in [0, 1] of the diagonal mixed into the covariance
+        preconditioner; ``"ledoit-wolf"`` picks it from the particles. Any
+        positive weight leaks the wide marginal scales of a correlated
+        posterior into its narrow directions, where the moves can diverge,
+        so it only helps when ``n_particles`` is not much larger than the
+        number of parameters.
+    curvature_ratio : float, default=2.0
+        With ``precondition="covariance"``, use the model's curvature
+        (``Model.fisher_information``, where the model has one) when
+        ``n_particles < curvature_ratio * n_params``: fewer particles than
+        parameters span only part of the space, and the moves cannot leave
+        that span.
+    exact_warmup : bool, default=True
+        Metropolis-adjusted moves on the exact tempered posterior while
+        fewer than ``warmup_size`` observations are seen and the store
+        holds every one of them: the posteriors of few data are the least
+        Gaussian, where a step that suits the particles' covariance can
+        still diverge.
+    warmup_dtype : {"float32"} or None, default=None
+        ``"float32"`` runs the exact warm-up's moves in single precision
+        (the weights stay in the estimator's ``dtype``), at about half the
+        cost; a rounding of the log density only perturbs the Metropolis
+        test. ``None`` moves in the particles' dtype.
+        :class:`~skevidence.EvidenceLogisticRegression` uses ``"float32"``.
+    n_islands : int, default=1
+        Resampling stays within each of this many groups of particles
+        (fewer for small clouds), each an independent sampler whose spread
+        of evidence estimates gives ``log_evidence_std_``. Does not combine
+        with ``max_particles``.
+    first_chunk_size : int or None, default=None
+        ``None`` adds the first ``batch_size`` observations in one chunk.
+        An integer adds them, with ``exact_warmup``, in chunks that double
+        in size, the smallest at least ``first_chunk_size``: cheaper first
+        chunks, but a larger error of the evidence on some models, so it is
+        opt-in (see :doc:`/benchmarks`).
+    annealing_steps_warning : int or None, default=250
+        Issue an :class:`~skevidence.exceptions.AnnealingWarning` when a
+        chunk needs more annealing steps than this; ``None`` never warns.
+        The count grows only logarithmically with how informative a chunk
+        is, but linearly with a prior-data conflict, so a large count
+        signals data on the wrong scale.
+    max_particles : int or None, default=None
+        Adaptive Resample-Move (the estimators' ``max_particles``): a chunk
+        that contributes much variance grows the particle set, up to this
+        many; ``None`` keeps ``n_particles``.
+    growth_threshold : float, default=1.0
+        With ``max_particles``, a chunk doubles the particle count ``M``
+        each time its share of ``Var(log Z)`` passes ``growth_threshold *
+        M / n_particles^2``. The share accrues at a rate proportional to
+        ``1 / M`` per annealing step, so the count grows like the square
+        root of the chunk's steps, as the paper's optimum (its Theorem 1).
+    move_ess : float or None, default=0.5
+        Past ``warmup_size``, a chunk taken in one annealing step skips its
+        move while the weights' ESS stays above ``move_ess`` times the
+        particles and nothing was resampled: the weighted particles still
+        represent the posterior. ``None`` moves after every step.
+    minibatch_size : int or None, default=1000
+        Observations per mini-batch of the past-data gradient (``None``:
+        ``batch_size``). Larger than the default ``batch_size`` because
+        the noise of smaller mini-batches biases the evidence low on long
+        streams (see :doc:`/benchmarks`).
+    """
+
+    # The defaults are documented above (and by the estimators, for their
+    # parameters): keep the two in step when changing one.
+    n_particles: int = 128
+    batch_size: int = 500
+    n_burnin: int = 20
+    learning_rate: float = 0.1
+    momentum_decay: float = 0.2
+    target_ess: float = 0.9
+    resample_threshold: float = 0.5
+    reservoir_size: int | None = None
+    precondition: str | None = "covariance"
+    control_variate: str | None = "shared"
+    cv_refresh_factor: float | None = None
+    warmup_size: int = 1000
+    warmup_factor: int = 2
+    integrator: str = "baoab"
+    precondition_shrinkage: float | str = 0.0
+    curvature_ratio: float = 2.0
+    exact_warmup: bool = True
+    warmup_dtype: str | None = None
+    n_islands: int = 1
+    first_chunk_size: int | None = None
+    annealing_steps_warning: int | None = 250
+    max_particles: int | None = None
+    growth_threshold: float = 1.0
+    move_ess: float | None = 0.5
+    minibatch_size: int | None = 1000
+
+    def __post_init__(self):
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), f.type)
+        for name, low in _LOWER_BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None and not value >= low:
+                raise ValueError(f"SGAISConfig.{name} must be at least {low}, got {value!r}")
+        # A typo in a string setting must not fall back silently to another
+        # behaviour (the engine's branches test for one value each).
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"SGAISConfig.{name} must be one of {allowed}, got {value!r}")
+        shrinkage = self.precondition_shrinkage
+        if isinstance(shrinkage, str) and shrinkage != "ledoit-wolf":
+            raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
+                             f"or 'ledoit-wolf', got {shrinkage!r}")
+        self._check_growth()
+        self._check_reservoir()
+
+    def _check_reservoir(self):
+        # A store smaller than a mini-batch repeats observations in it, and
+        # one smaller than the warm-up ends the exact warm-up early (it needs
+        # every observation); both bias the evidence, by far more than its
+        # error bar.
+        smallest = max(self.batch_size, self.warmup_size if self.exact_warmup else 0)
+        if self.reservoir_size is not None and self.reservoir_size < smallest:
+            raise ValueError(
+                f"reservoir_size={self.reservoir_size} is below {smallest}, the larger of "
+                "batch_size and the exact warm-up's warmup_size: the mini-batches would "
+                "repeat observations and the warm-up would end early, biasing the evidence. "
+                f"Use reservoir_size >= {smallest}, or None to keep every observation")
+
+    def _check_growth(self):
+        if self.max_particles is None:
+            return
+        if self.max_particles < self.n_particles:
+            raise ValueError(f"max_particles={self.max_particles} must be at least "
+                             f"n_particles={self.n_particles} (or None: no growth)")
+        if self.n_islands > 1:
+            raise ValueError("max_particles (particle growth) does not combine with "
+                             f"n_islands={self.n_islands}; use one of them")

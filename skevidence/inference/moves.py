@@ -1,0 +1,133 @@
+"""The moves of SGAIS: SGHMC on mini-batches, Metropolis-adjusted moves in the warm-up.
+
+A move ``move(model, state, config, chunk, lam)`` returns a
+:class:`~skevidence.inference.records.MoveResult` and leaves ``state`` as it was.
+"""
+
+import math
+
+import torch
+
+from ..models.base import take
+from .kernels import baoab, ghmc, sghmc
+from .preconditioning import in_preconditioned_coordinates, uses_curvature
+from .records import MoveResult
+
+__all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_move", "exact_move", "in_exact_warmup"]
+
+
+# Target acceptance rate of the warm-up's generalised HMC: a rejection
+# reverses the momentum, so a high rate keeps the trajectories going.
+EXACT_ACCEPTANCE = 0.8
+
+
+def moves_per_step(state, config):
+    """More moves while the posterior is still broad and changes fast."""
+    if state.n_seen < config.warmup_size:
+        return config.n_burnin * config.warmup_factor
+    return config.n_burnin
+
+
+def sghmc_move(model, state, config, chunk, lam):
+    """SGHMC on the tempered posterior ``p(C|theta)^lam p(past|theta) p(theta)``.
+
+    During the warm-up (see ``SGAISConfig.exact_warmup``) the move is
+    :func:`exact_move` instead.
+    """
+    if in_exact_warmup(state, config):
+        return exact_move(model, state, config, chunk, lam)
+    n_past = state.n_seen
+    minibatch_size = config.minibatch_size or config.batch_size
+    generator = state.generator
+    store = state.reservoir.data() if n_past > 0 else None
+
+    def grad_log_density(theta):
+        g = model.grad_log_prior(theta) + lam * model.grad_log_likelihood(theta, chunk)
+        if n_past == 0:
+            return g
+        idx = state.reservoir.sample_indices(minibatch_size, generator)
+        minibatch = take(store, idx)
+        if state.cv is not None:
+            return g + state.cv.minibatch_gradient(model, theta, minibatch, n_past)
+        return g + (n_past / minibatch_size) * model.grad_log_likelihood(theta, minibatch)
+
+    kernel = baoab if config.integrator == "baoab" else sghmc
+
+    def run(theta, grad, chol):
+        return kernel(theta, grad, moves_per_step(state, config),
+                      sghmc_step_size(model, state, config),
+                      config.momentum_decay, chol, generator)
+
+    return MoveResult(in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                                     grad_log_density))
+
+
+def sghmc_step_size(model, state, config):
+    """``learning_rate``; with the curvature preconditioner, at most the warm-up's adapted step.
+
+    The Metropolis-adjusted warm-up adapts its step to keep most proposals
+    (EXACT_ACCEPTANCE). With hundreds of parameters that step falls below
+    ``learning_rate``, and unadjusted moves with the larger step leave the
+    cloud below the posterior, biasing the evidence low (see
+    docs/benchmarks.rst). With the particles' covariance (enough
+    particles) the cap is not applied.
+    """
+    # (The curvature test first: n_adjusted_moves sums over the whole trace.)
+    if not uses_curvature(model, state, config) or state.n_adjusted_moves == 0:
+        return config.learning_rate
+    return min(config.learning_rate, state.exact_step_size)
+
+
+def in_exact_warmup(state, config):
+    return (config.exact_warmup and state.n_seen < config.warmup_size
+            and state.reservoir.size == state.n_seen)
+
+
+def exact_move(model, state, config, chunk, lam):
+    """Metropolis-adjusted moves (:func:`ghmc`) on the exact tempered posterior.
+
+    The log density sums the likelihood of every stored observation, so
+    this is for small ``n`` only (the warm-up). Its step size adapts from
+    move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
+    carries the acceptance and the next move's step size.
+    """
+    work = _warmup_dtype(state, config)
+    chunk_w = model.prepare_batch(_cast_batch(chunk, work))
+    store = state.reservoir.data() if state.n_seen > 0 else None
+    store = model.prepare_batch(_cast_batch(store, work)) if store is not None else None
+
+    def log_density_and_grad(theta):
+        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk_w)
+        log_p = model.log_prior(theta) + lam * log_lik
+        g = model.grad_log_prior(theta) + lam * g_lik
+        if store is not None:
+            log_lik, g_lik = model.log_likelihood_and_grad(theta, store)
+            log_p, g = log_p + log_lik, g + g_lik
+        return log_p, g
+
+    measured = {}
+
+    def run(theta, log_density_and_grad, chol):
+        theta, measured["acceptance"] = ghmc(
+            theta, log_density_and_grad, moves_per_step(state, config), state.exact_step_size,
+            config.momentum_decay, chol, state.generator)
+        return theta
+
+    theta = in_preconditioned_coordinates(model, state, config, chunk, lam, run,
+                                           log_density_and_grad, with_log_density=True,
+                                           dtype=work)
+    acceptance = measured["acceptance"]
+    step = state.exact_step_size * math.exp(2.0 * (acceptance - EXACT_ACCEPTANCE))
+    return MoveResult(theta, acceptance, min(max(step, 1e-4), 4.0))
+
+
+def _warmup_dtype(state, config):
+    """The dtype of the exact warm-up's moves: ``config.warmup_dtype`` if lower."""
+    if config.warmup_dtype == "float32" and state.theta.dtype == torch.float64:
+        return torch.float32
+    return state.theta.dtype
+
+
+def _cast_batch(batch, dtype):
+    """The floating tensors of ``batch`` in ``dtype`` (labels stay integers)."""
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)

@@ -1,0 +1,95 @@
+"""Preconditioners of the SGAIS moves: the particles' covariance, the model's curvature
+(Laplace precision), or a per-particle diagonal scale."""
+
+import torch
+
+from ..models.base import Model, batch_size_of, take
+from .kernels import (covariance_preconditioner, isotropic_preconditioner,
+                      ledoit_wolf_shrinkage, precision_preconditioner)
+
+__all__ = ["preconditioner", "uses_curvature", "laplace_precision",
+           "in_preconditioned_coordinates"]
+
+
+def preconditioner(model, state, config, chunk, lam):
+    d = state.theta.shape[1]
+    if uses_curvature(model, state, config):
+        return precision_preconditioner(laplace_precision(model, state, config, chunk, lam))
+    if config.precondition in ("covariance", "curvature"):  # curvature unknown: covariance
+        W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+        shrinkage = config.precondition_shrinkage
+        if shrinkage == "ledoit-wolf":
+            shrinkage = ledoit_wolf_shrinkage(state.theta, W)
+        return covariance_preconditioner(state.theta, W, shrinkage)
+    n_eff = state.n_seen + lam * batch_size_of(chunk)
+    return isotropic_preconditioner(d, n_eff, state.theta)
+
+
+def uses_curvature(model, state, config):
+    M, d = state.theta.shape
+    wanted = config.precondition == "curvature" or (
+        config.precondition == "covariance" and M < config.curvature_ratio * d)
+    return wanted and type(model).fisher_information is not Model.fisher_information
+
+
+def laplace_precision(model, state, config, chunk, lam):
+    """Precision of the tempered posterior's Laplace approximation, averaged over the particles.
+
+    ``prior + lam * chunk + past`` curvature, each the particles' weighted
+    mean (``Model.expected_fisher_information``); the past data's term comes
+    from the whole store while it is small, otherwise from a mini-batch of
+    ``batch_size`` scaled to the data seen.
+    """
+    theta = state.theta
+    W = torch.as_tensor(state.weights, dtype=theta.dtype, device=theta.device)
+    live = W > 0  # diverged particles carry zero weight (and zeroed parameters)
+    theta, W = theta[live], W[live]
+    mean = W @ theta
+    precision = model.prior_precision(mean)
+    if precision is None:
+        precision = torch.zeros(mean.shape[0], mean.shape[0], dtype=mean.dtype,
+                                device=mean.device)
+    precision = precision + lam * model.expected_fisher_information(theta, W, chunk)
+    size = state.reservoir.size
+    if size > 0:
+        store = state.reservoir.data()
+        if size > 2 * config.batch_size:
+            idx = state.reservoir.sample_indices(config.batch_size, state.generator)
+            past = (state.n_seen / config.batch_size) * model.expected_fisher_information(
+                theta, W, take(store, idx))
+        else:
+            past = (state.n_seen / size) * model.expected_fisher_information(theta, W, store)
+        precision = precision + past
+    return 0.5 * (precision + precision.T)
+
+
+def in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
+                                   with_log_density=False, dtype=None):
+    """``run(theta, target, chol)`` with the preconditioner of ``config``.
+
+    With ``precondition="model"`` the kernel runs in the coordinates
+    ``theta / s``, ``s = model.posterior_scale``: a per-particle diagonal
+    preconditioner ``diag(s_i^2)``. Particles in different modes of a
+    multimodal posterior (label switching) then each move on their own
+    scale, which one covariance across the cloud cannot give. ``s`` is
+    computed once per move and held fixed during its steps. ``dtype`` (default:
+    the particles') is the one ``run`` works in; the result comes back in
+    the particles' dtype.
+    """
+    like = state.theta
+    dtype = like.dtype if dtype is None else dtype
+    if config.precondition != "model":
+        chol = preconditioner(model, state, config, chunk, lam).to(dtype)
+        return run(like.to(dtype), target, chol).to(like.dtype)
+    n_eff = state.n_seen + lam * batch_size_of(chunk)
+    scale = model.posterior_scale(like, n_eff).to(dtype)
+    d = like.shape[1]
+    eye = torch.eye(d, dtype=dtype, device=like.device)
+    if with_log_density:
+        def scaled(z):
+            log_p, g = target(z * scale)
+            return log_p, g * scale
+    else:
+        def scaled(z):
+            return target(z * scale) * scale
+    return (run(like.to(dtype) / scale, scaled, eye) * scale).to(like.dtype)

@@ -1,0 +1,166 @@
+"""The records the SGAIS engine carries and reports.
+
+:class:`SGAISState` is where the particles are between chunks;
+:class:`ChunkInfo` is what conditioning on one chunk measured (the
+estimators' ``evidence_trace_`` has one array per field); :class:`MoveResult`
+is what every move returns.
+"""
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import torch
+
+from . import islands
+from .annealing import ess
+from .control_variates import ControlVariate
+from .reservoir import Reservoir
+
+__all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SGAISState",
+           "segment_variance", "record_chunk"]
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    """What conditioning on one chunk measured: one record of ``SGAISState.trace``.
+
+    The engine's state says where the particles are; these records say how
+    they got there (the estimators' ``evidence_trace_`` has one array per
+    field, and the diagnostics counters are their sums).
+    """
+
+    n_seen: int  # observations conditioned on after the chunk
+    log_evidence: float  # running log evidence after the chunk
+    n_annealing_steps: int
+    ess: float  # of the weights after the chunk
+    log_evidence_std: float
+    n_particles: int  # largest particle count used during the chunk
+    n_resamplings: int  # island resampling events
+    n_diverged: int  # particles lost to non-finite values
+    max_diverged_fraction: float  # largest share of live particles lost in one move
+    n_adjusted_moves: int  # Metropolis-adjusted moves (exact warm-up)
+    acceptance: float  # their mean acceptance rate (NaN when there were none)
+
+
+TRACE_FIELDS = tuple(f.name for f in fields(ChunkInfo))
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """What a move returns: the moved particles and what it measured.
+
+    ``acceptance`` and ``step_size`` (the adapted step of the next adjusted
+    move) are set by Metropolis-adjusted moves only. A move may also return
+    the particles alone (a tensor).
+    """
+
+    theta: torch.Tensor
+    acceptance: float | None = None
+    step_size: float | None = None
+
+
+@dataclass
+class ChunkTally:
+    """Counts gathered while one chunk is conditioned on (becomes a ChunkInfo)."""
+
+    n_steps: int = 0
+    n_particles: int = 0
+    n_resamplings: int = 0
+    n_diverged: int = 0
+    max_diverged_fraction: float = 0.0
+    acceptances: list = field(default_factory=list)
+
+
+@dataclass
+class SGAISState:
+    """Everything the engine carries between chunks (a plain record).
+
+    Per-chunk measurements live in ``trace`` (:class:`ChunkInfo` records);
+    the diagnostics counters below are derived from them, so undoing an
+    update only needs the trace's length.
+    """
+
+    theta: torch.Tensor  # [M, d] particles
+    log_W: np.ndarray  # [M] normalised log-weights, float64
+    generator: torch.Generator
+    reservoir: Reservoir
+    cv: ControlVariate | None
+    n_seen: int = 0
+    log_evidence: float = 0.0
+    exact_step_size: float = 0.5  # of the Metropolis-adjusted warmup moves, adapted
+    trace: list = field(default_factory=list)  # one ChunkInfo per chunk
+    island_starts: np.ndarray | None = None  # [G] first particle of each island
+    # Variance of log_evidence accumulated over the weight segments closed
+    # by resampling (see segment_variance).
+    log_evidence_var: float = 0.0
+
+    # Counters for the estimators' diagnostics_, summed over the chunks.
+    @property
+    def n_diverged(self):
+        return sum(info.n_diverged for info in self.trace)
+
+    @property
+    def n_resamplings(self):
+        return sum(info.n_resamplings for info in self.trace)
+
+    @property
+    def max_diverged_fraction(self):
+        return max((info.max_diverged_fraction for info in self.trace), default=0.0)
+
+    @property
+    def n_adjusted_moves(self):
+        return sum(info.n_adjusted_moves for info in self.trace)
+
+    @property
+    def acceptance_sum(self):
+        return sum(info.acceptance * info.n_adjusted_moves for info in self.trace
+                   if info.n_adjusted_moves)
+
+    @property
+    def log_evidence_std(self):
+        """Estimated Monte Carlo std of ``log_evidence``.
+
+        With islands, from their spread; otherwise the segments' variances
+        (closed ones plus the current one).
+        """
+        if self.island_starts.shape[0] > 1:
+            return islands.log_evidence_std(self.log_W, self.island_starts)
+        return math.sqrt(self.log_evidence_var + segment_variance(self.log_W))
+
+    @property
+    def weights(self):
+        return np.exp(self.log_W)
+
+
+def segment_variance(log_W):
+    """Relative variance of the evidence factor of one weight segment.
+
+    Between two resamplings the evidence factor is the mean of the
+    particles' accumulated incremental weights (annealed importance
+    sampling); for particles that started the segment as independent
+    draws its relative variance is ``sum W^2 - 1 / M = 1 / ESS - 1 / M``,
+    the delta-method variance of its log. Segments are separated by
+    resampling, so their errors are uncorrelated (martingale differences)
+    and the variances add up.
+    """
+    return max(float(np.exp(2.0 * log_W).sum()) - 1.0 / log_W.shape[0], 0.0)
+
+
+def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_diverged=0,
+                 max_diverged_fraction=0.0):
+    """Append the :class:`ChunkInfo` of a chunk conditioned on by another method.
+
+    For the baselines that share this state (``ais``, ``nested``, the
+    sequential estimators): ``ess_value`` defaults to the weights' ESS,
+    ``acceptance`` is the mean acceptance of one adjusted run (or None).
+    """
+    state.trace.append(ChunkInfo(
+        n_seen=state.n_seen, log_evidence=state.log_evidence,
+        n_annealing_steps=int(n_annealing_steps),
+        ess=ess(state.log_W) if ess_value is None else float(ess_value),
+        log_evidence_std=state.log_evidence_std, n_particles=state.theta.shape[0],
+        n_resamplings=0, n_diverged=int(n_diverged),
+        max_diverged_fraction=float(max_diverged_fraction),
+        n_adjusted_moves=0 if acceptance is None else 1,
+        acceptance=math.nan if acceptance is None else float(acceptance)))
