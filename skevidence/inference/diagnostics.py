@@ -4,7 +4,7 @@ For a near-Gaussian posterior in ``d`` dimensions, ``log p(mode) - log
 p(theta)`` of a posterior draw is ``chi^2_d / 2``: mean ``d / 2``, standard
 deviation ``sqrt(d / 2)``. :func:`posterior_gap` climbs the exact log
 posterior (every stored observation) from the best particle with a few
-dozen L-BFGS steps and returns ``log p(found) - E_W[log p(particles)]``. A
+dozen L-BFGS steps (:func:`maximize`) and returns ``log p(found) - E_W[log p(particles)]``. A
 gap far above ``d / 2`` means the particles sit below the posterior's
 bulk: the sampler has not reached it. An optimiser that stops short of the
 mode only shrinks the gap, so the check errs on the side of silence.
@@ -14,7 +14,7 @@ import math
 
 import torch
 
-__all__ = ["posterior_gap", "gap_threshold"]
+__all__ = ["posterior_gap", "gap_threshold", "maximize"]
 
 # Rows of the data store per block when summing the log-likelihood of all
 # particles, as M * rows: bounds the [M, rows] intermediate.
@@ -68,24 +68,75 @@ def posterior_gap(model, theta, W, store, n_seen, n_steps=30):
         mean = W @ torch.where(live[:, None], theta, torch.zeros_like(theta))
         var = W @ torch.where(live[:, None], (theta - mean) ** 2, torch.zeros_like(theta))
         s = var.sqrt().clamp_min(1e-8 * (1 + float(var.max().sqrt())))
+
+    def objective(z):
+        z = z.detach().requires_grad_(True)
+        with torch.enable_grad():
+            value = _log_posterior(model, (best + s * z)[None], store, scale)[0]
+            (grad,) = torch.autograd.grad(value, z)
+        return float(value.detach()), grad.detach()
+
     start = float(_log_posterior(model, best[None], store, scale)[0])
-    z = torch.zeros_like(best, requires_grad=True)
-    opt = torch.optim.LBFGS([z], lr=1.0, max_iter=n_steps, line_search_fn="strong_wolfe")
-
-    def objective():
-        opt.zero_grad()
-        value = -_log_posterior(model, (best + s * z)[None], store, scale)[0]
-        value.backward()
-        if not (torch.isfinite(value) and torch.isfinite(z.grad).all()):
-            raise FloatingPointError  # left the finite numbers: keep what was found
-        return value
-
-    with torch.enable_grad():
-        try:
-            opt.step(objective)
-        except FloatingPointError:
-            pass
-    with torch.no_grad():
-        found = float(_log_posterior(model, (best + s * z.detach())[None], store, scale)[0])
+    _, found = maximize(objective, torch.zeros_like(best), n_steps)
     optimum = max(start, found) if math.isfinite(found) else start
     return optimum - mean_log_p, optimum, mean_log_p
+
+
+def maximize(objective, z, n_steps, history=10):
+    """``(z, value)`` after at most ``n_steps`` L-BFGS steps uphill from ``z``.
+
+    ``objective(z)`` returns ``(value, gradient)``. Each step takes the
+    quasi-Newton direction from the last ``history`` steps' curvature and
+    halves it until the value rises enough (Armijo); the first step is
+    scaled to a unit gradient sum, as in torch's L-BFGS. Written out rather
+    than ``torch.optim.LBFGS`` because any torch optimiser imports
+    ``torch._dynamo`` on first use, seconds that every process's first fit
+    paid for this short check. A point outside the finite numbers counts as
+    no rise, so the climb never leaves them.
+    """
+    value, grad = objective(z)
+    if not math.isfinite(value):
+        return z, value
+    pairs = []  # (s, y) of the last steps, y of the gradient of -objective
+    n_evals, max_evals = 1, int(1.25 * n_steps) + 1
+    for _ in range(n_steps):
+        direction = _two_loop(grad, pairs)
+        if not pairs:
+            direction = direction * min(1.0, 1.0 / max(float(grad.abs().sum()), 1e-300))
+        slope = float(grad @ direction)
+        if not slope > 0:  # not uphill: restart from the gradient
+            pairs, direction, slope = [], grad, float(grad @ grad)
+        step, accepted = 1.0, None
+        while n_evals < max_evals and accepted is None:
+            candidate = z + step * direction
+            new_value, new_grad = objective(candidate)
+            n_evals += 1
+            if math.isfinite(new_value) and new_value >= value + 1e-4 * step * slope:
+                accepted = candidate, new_value, new_grad
+            step *= 0.5
+        if accepted is None:
+            break
+        candidate, new_value, new_grad = accepted
+        s_k, y_k = candidate - z, grad - new_grad
+        if float(s_k @ y_k) > 1e-10:  # keep only pairs with positive curvature
+            pairs = (pairs + [(s_k, y_k)])[-history:]
+        z, value, grad = candidate, new_value, new_grad
+        if float(grad.abs().max()) < 1e-7:
+            break
+    return z, value
+
+
+def _two_loop(grad, pairs):
+    """The L-BFGS ascent direction ``H grad`` from the stored ``(s, y)`` pairs."""
+    q, alphas = grad.clone(), []
+    for s_k, y_k in reversed(pairs):
+        alpha = float(s_k @ q) / float(y_k @ s_k)
+        q = q - alpha * y_k
+        alphas.append(alpha)
+    if pairs:
+        s_k, y_k = pairs[-1]
+        q = q * (float(s_k @ y_k) / float(y_k @ y_k))
+    for (s_k, y_k), alpha in zip(pairs, reversed(alphas)):
+        beta = float(y_k @ q) / float(y_k @ s_k)
+        q = q + (alpha - beta) * s_k
+    return q
