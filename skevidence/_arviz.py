@@ -71,15 +71,22 @@ def _pointwise_log_likelihood(est, X, y):
     X, y_checked = est._validate_training_data(X, y if est._takes_y() else None, reset=False)
     batch = est._to_batch(X, y_checked)
     batch = tuple(t.to(torch.float64) if t.is_floating_point() else t for t in batch)
-    theta = torch.as_tensor(est.particles_, dtype=torch.float64, device=est.device)
+    theta = est._particles_tensor()
     width = getattr(est._model, "n_components", None) or getattr(est._model, "n_classes", 1)
     rows = max(1, _BLOCK_ELEMENTS // (theta.shape[0] * width))
     n = X.shape[0]
     with torch_threads(), torch.no_grad():
         blocks = [est._model.log_likelihood(theta, tuple(t[start : start + rows] for t in batch))
                   for start in range(0, n, rows)]
-    log_lik = torch.cat(blocks, dim=1).cpu().numpy().astype(np.float64, copy=False)
+    log_lik = _numpy(torch.cat(blocks, dim=1))
     return log_lik, X, est._observed_targets(y_checked)
+
+
+def _numpy(value):
+    """A tensor (any device) or array as a float64 numpy array."""
+    if torch.is_tensor(value):
+        value = value.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(value, dtype=np.float64)
 
 
 def _from_dict(az, groups, coords, dims):
@@ -156,13 +163,14 @@ def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, rando
         raise ValueError(f"{type(est).__name__} was fitted with targets: pass X and y to "
                          "export the pointwise log likelihood")
 
-    theta = torch.as_tensor(est.particles_, dtype=torch.float64)
+    # The engine's particles (``particles_`` may already be mapped, e.g. the
+    # linear model's natural [beta, log sigma^2]); their order is that of
+    # ``particle_weights_``.
+    theta = est._particles_tensor()
     with torch.no_grad():
         params, dims, coords = est._natural_parameters(theta)
     # Natural parameters per particle, then per draw: [1 chain, draw, ...]
-    groups = {"posterior": {name: np.asarray(value.cpu().numpy()
-                                             if torch.is_tensor(value) else value)[index][None]
-                            for name, value in params.items()}}
+    groups = {"posterior": {name: _numpy(value)[index][None] for name, value in params.items()}}
     dims, coords = dict(dims), dict(coords)
     data_groups = {}
     if X is not None:
