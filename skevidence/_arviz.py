@@ -11,7 +11,6 @@ added to the result, which both containers accept.
 
 import inspect
 import numbers
-from collections.abc import Mapping
 
 import numpy as np
 import torch
