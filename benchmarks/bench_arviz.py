@@ -16,6 +16,17 @@ One row per particle count, draws per particle and seed: the largest
 the same for the particles' weighted mean (no resampling noise), the ESS of
 the weights, PSIS-LOO minus the exact LOO, the largest Pareto k, the
 number above 0.7, and the fit and export seconds.
+
+Measured (2026-11-25, shared 2-core machine, one thread, seeds 0-2): the bar
+needs 4096 particles, with the default ``n_draws`` (one per particle):
+largest coefficient deviation 0.029-0.035 posterior sd (the weighted
+particles alone 0.029-0.038: the particle cloud's own error, not the
+resampling's, sets the floor), LOO off the exact by -0.19 to +0.19 nats,
+Pareto k at most 0.34, fit 10-12 s, export under 0.15 s. 1024 particles:
+0.038-0.087 sd (ESS 537-1007), LOO within 0.29 nats, k at most 0.49.
+128 (the default): 0.12-0.36 sd, LOO -1.14 to +0.15 nats, k up to 1.37.
+Draws beyond the particles (``n_draws = 4 M``) do not help: the copies of
+few distinct particles raise the Pareto k (to 4.5 at M = 128).
 """
 
 import argparse
