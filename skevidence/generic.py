@@ -249,6 +249,9 @@ class EvidenceModel(BaseEvidenceEstimator):
             return (self._as_tensor(X),)
         return self._as_tensor(X), self._as_tensor(y)
 
+    def _takes_y(self):
+        return self._y_ndim is not None
+
     # -- fitting -----------------------------------------------------------------------
 
     def fit(self, X, y=None):

@@ -12,6 +12,7 @@ from sklearn.utils.validation import validate_data
 
 from ._base import (EXACT_WARMUP_DOC, EXACT_WARMUP_SINGLE_DOC, FINITE, POSITIVE_FINITE,
                     SHARED_PARAMS_DOC, TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
+from ._arviz import feature_coords
 from .models import LinearRegressionModel, LogisticRegressionModel
 
 __all__ = ["EvidenceLinearRegression", "EvidenceLogisticRegression"]
@@ -341,6 +342,16 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         var = W @ (means - mean).square() + W @ self._model.noise_variance(theta)
         return mean, var.sqrt()
 
+    def _natural_parameters(self, theta):
+        beta, log_var = self._model._split(theta)
+        p = self.n_features_in_
+        params = {"coef": beta[:, :p]}
+        if self._model.fit_intercept:
+            params["intercept"] = beta[:, p]
+        if self._model.unknown_noise:
+            params["noise_variance"] = log_var.exp()
+        return params, {"coef": ["feature"]}, {"feature": feature_coords(self)}
+
     def exact_log_evidence(self, X, y):
         """Closed-form ``log p(y | X)`` under this estimator's prior.
 
@@ -603,6 +614,17 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         K, p = len(self.classes_), self.n_features_in_
         self.coef_ = mean[: K * p].reshape(K, p)
         self.intercept_ = mean[K * p :] if self.fit_intercept else np.zeros(K)
+
+    def _natural_parameters(self, theta):
+        W, b = self._model.unpack(theta)
+        params = {"coef": W}
+        if self._model.fit_intercept:
+            params["intercept"] = b
+        return (params, {"coef": ["class", "feature"], "intercept": ["class"]},
+                {"class": list(self.classes_), "feature": feature_coords(self)})
+
+    def _observed_targets(self, y):
+        return self.classes_[y]  # the labels, not their indices
 
     def predict_log_proba(self, X):
         """Log of the posterior-predictive class probabilities.

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
                     TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
+from ._arviz import feature_coords
 from .inference.mode_jumps import ComponentBirths
 from .models import GaussianMixtureModel
 
@@ -291,6 +292,17 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         self.weights_ = log_w[0].exp().cpu().numpy()
         self.means_ = means[0].cpu().numpy()
         self.covariances_ = variances[0].cpu().numpy()
+
+    def _takes_y(self):
+        return False
+
+    def _natural_parameters(self, theta):
+        log_w, means, variances = self._model.unpack(theta)
+        return ({"weights": log_w.exp(), "means": means, "variances": variances},
+                {"weights": ["component"], "means": ["component", "feature"],
+                 "variances": ["component", "feature"]},
+                {"component": np.arange(self._model.n_components),
+                 "feature": feature_coords(self)})
 
     # -- predictions -------------------------------------------------------------------
 

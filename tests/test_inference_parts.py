@@ -47,6 +47,18 @@ def test_systematic_resampling_counts_are_floor_or_ceil_of_expected():
         assert np.all(counts <= np.ceil(expected) + 1e-9)
 
 
+def test_systematic_resampling_to_another_count():
+    rng = np.random.default_rng(2)
+    log_W = log_normalize(rng.normal(scale=2.0, size=50))
+    for n in (7, 200):
+        for u in (0.0, 0.61):
+            counts = np.bincount(systematic_resample(log_W, u, n), minlength=50)
+            expected = n * np.exp(log_W)
+            assert counts.sum() == n
+            assert np.all(counts >= np.floor(expected) - 1e-9)
+            assert np.all(counts <= np.ceil(expected) + 1e-9)
+
+
 def _column(values):
     return (torch.as_tensor(values, dtype=torch.float64)[:, None],)
 

@@ -1,0 +1,195 @@
+"""Export of a fitted estimator to ArviZ: the work behind ``to_inference_data``.
+
+ArviZ is an optional dependency. The groups with draws (``posterior``,
+``log_likelihood``) go through ``arviz.from_dict``, whose signature differs
+between ArviZ 0.x (one keyword per group, returns ``InferenceData``) and 1.x
+(a dict of groups, returns an ``xarray.DataTree``); the groups without the
+``(chain, draw)`` layout (``sample_stats`` with its per-chunk trace,
+``observed_data``, ``constant_data``) are built as ``xarray.Dataset`` and
+added to the result, which both containers accept.
+"""
+
+import inspect
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._config import torch_threads
+from .inference.resampling import systematic_resample
+
+__all__ = ["feature_coords", "import_arviz", "to_inference_data"]
+
+ARVIZ_INSTALL_HINT = ("to_inference_data needs ArviZ, an optional dependency of skevidence: "
+                      "pip install arviz (or pip install 'skevidence[arviz]')")
+
+# Pointwise log-likelihoods are computed on row blocks whose model
+# intermediates ([particles, rows, components] at most) stay under this many
+# elements (2**22 float64: 32 MiB), whatever the number of rows.
+_BLOCK_ELEMENTS = 2**22
+
+
+def import_arviz():
+    """``arviz``, or an ``ImportError`` that says how to install it."""
+    try:
+        import arviz
+    except ImportError as exc:
+        raise ImportError(ARVIZ_INSTALL_HINT) from exc
+    return arviz
+
+
+def feature_coords(est):
+    """Feature labels: ``feature_names_in_`` after a DataFrame, else ``x0, x1, ...``."""
+    names = getattr(est, "feature_names_in_", None)
+    if names is None:
+        return [f"x{j}" for j in range(est.n_features_in_)]
+    return [str(name) for name in names]
+
+
+def _draw_indices(weights, n_draws, random_state):
+    """Particle index of every draw: systematic resampling, then shuffled."""
+    rng = check_random_state(random_state)
+    with np.errstate(divide="ignore"):  # a zero weight is a particle never drawn
+        log_W = np.log(weights)
+    index = systematic_resample(log_W, rng.uniform(), n_draws)
+    # Systematic resampling returns the copies of a particle side by side;
+    # ArviZ reads the draw axis as a chain's time order (ESS, MCSE, R-hat),
+    # where adjacent copies would look like autocorrelation.
+    return rng.permutation(index)
+
+
+def _pointwise_log_likelihood(est, X, y):
+    """``log p(observation i | particle m)``, ``[M, n]`` float64, and the observed data.
+
+    The inputs are validated as ``partial_fit`` validates them (labels
+    encoded for a classifier) without changing the estimator; the model's
+    batched ``log_likelihood`` runs on all particles at once, on row blocks.
+    """
+    X, y_checked = est._validate_training_data(X, y if est._takes_y() else None, reset=False)
+    batch = est._to_batch(X, y_checked)
+    batch = tuple(t.to(torch.float64) if t.is_floating_point() else t for t in batch)
+    theta = est._particles_tensor()
+    width = getattr(est._model, "n_components", None) or getattr(est._model, "n_classes", 1)
+    rows = max(1, _BLOCK_ELEMENTS // (theta.shape[0] * width))
+    n = X.shape[0]
+    with torch_threads(), torch.no_grad():
+        blocks = [est._model.log_likelihood(theta, tuple(t[start : start + rows] for t in batch))
+                  for start in range(0, n, rows)]
+    log_lik = _numpy(torch.cat(blocks, dim=1))
+    return log_lik, X, est._observed_targets(y_checked)
+
+
+def _numpy(value):
+    """A tensor (any device) or array as a float64 numpy array."""
+    if torch.is_tensor(value):
+        value = value.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(value, dtype=np.float64)
+
+
+def _from_dict(az, groups, coords, dims):
+    """``arviz.from_dict`` under ArviZ 0.x (keyword per group) or 1.x (dict of groups)."""
+    if "posterior" in inspect.signature(az.from_dict).parameters:
+        return az.from_dict(**groups, coords=coords, dims=dims)
+    return az.from_dict(groups, coords=coords, dims=dims)
+
+
+def _add_group(data, name, dataset):
+    """Add ``dataset`` as group ``name`` of an ``InferenceData`` (0.x) or ``DataTree`` (1.x)."""
+    if hasattr(data, "add_groups"):
+        data.add_groups({name: dataset})
+    else:
+        data[name] = dataset
+
+
+def _sample_stats(est, weights):
+    """The evidence per chunk, its final value and error bar; ``weight`` per draw if given."""
+    import xarray as xr
+
+    trace = est.evidence_trace_
+    per_chunk = ("chain", "chunk")
+    data = {
+        "log_marginal_likelihood": (per_chunk, trace["log_evidence"][None]),
+        "log_marginal_likelihood_std": (per_chunk, trace["log_evidence_std"][None]),
+        "n_annealing_steps": (per_chunk, trace["n_annealing_steps"][None]),
+        "ess": (per_chunk, trace["ess"][None]),
+        "log_evidence": (("chain",), np.array([est.log_evidence_])),
+        "log_evidence_std": (("chain",), np.array([est.log_evidence_std_])),
+    }
+    coords = {"chain": [0], "chunk": np.arange(trace["n_seen"].shape[0]),
+              "n_seen": ("chunk", trace["n_seen"])}
+    if weights is not None:
+        data["weight"] = (("chain", "draw"), weights[None])
+        coords["draw"] = np.arange(weights.shape[0])
+    return xr.Dataset(data, coords=coords, attrs={"inference_library": "skevidence"})
+
+
+def _data_group(arrays, coords):
+    """``observed_data`` / ``constant_data``: ``{name: (array, dims)}``, no draw dims."""
+    import xarray as xr
+
+    data = {}
+    for name, (array, dims) in arrays.items():
+        array = np.asarray(array)
+        dims = tuple(dims) + tuple(f"{name}_dim_{i}" for i in range(array.ndim - len(dims)))
+        data[name] = (dims, array)
+    used = {dim for _, (dims, _) in data.items() for dim in dims}
+    return xr.Dataset(data, coords={k: v for k, v in coords.items() if k in used})
+
+
+def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, random_state=None):
+    """See :meth:`BaseEvidenceEstimator.to_inference_data`."""
+    check_is_fitted(est, "log_evidence_")
+    az = import_arviz()
+    if not isinstance(resample, (bool, np.bool_)):
+        raise TypeError(f"resample must be True or False, got {resample!r}")
+    n_particles = est.particles_.shape[0]
+    if resample:
+        if n_draws is None:
+            n_draws = n_particles
+        if not isinstance(n_draws, numbers.Integral) or isinstance(n_draws, bool) or n_draws < 1:
+            raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
+        index = _draw_indices(est.particle_weights_, int(n_draws), random_state)
+    else:
+        if n_draws is not None and n_draws != n_particles:
+            raise ValueError(f"resample=False keeps the {n_particles} particles; n_draws must "
+                             f"be None or {n_particles}, got {n_draws!r}")
+        index = np.arange(n_particles)
+    if X is None and y is not None:
+        raise ValueError("y was given without X: pass both to export the log likelihood")
+    if X is not None and y is None and est._takes_y():
+        raise ValueError(f"{type(est).__name__} was fitted with targets: pass X and y to "
+                         "export the pointwise log likelihood")
+
+    # The engine's particles (``particles_`` may already be mapped, e.g. the
+    # linear model's natural [beta, log sigma^2]); their order is that of
+    # ``particle_weights_``.
+    theta = est._particles_tensor()
+    with torch.no_grad():
+        params, dims, coords = est._natural_parameters(theta)
+    # Natural parameters per particle, then per draw: [1 chain, draw, ...]
+    groups = {"posterior": {name: _numpy(value)[index][None] for name, value in params.items()}}
+    dims, coords = dict(dims), dict(coords)
+    data_groups = {}
+    if X is not None:
+        log_lik, X_checked, y_observed = _pointwise_log_likelihood(est, X, y)
+        observed = "y" if y_observed is not None else "X"
+        groups["log_likelihood"] = {observed: log_lik[index][None]}
+        dims[observed] = ["observation"]
+        n = X_checked.shape[0]
+        data_coords = {"observation": np.arange(n), "feature": feature_coords(est)}
+        coords["observation"] = data_coords["observation"]
+        X_entry = (X_checked, ["observation", "feature"])
+        if y_observed is None:
+            data_groups["observed_data"] = _data_group({"X": X_entry}, data_coords)
+        else:
+            data_groups["observed_data"] = _data_group({"y": (y_observed, ["observation"])},
+                                                       data_coords)
+            data_groups["constant_data"] = _data_group({"X": X_entry}, data_coords)
+    data = _from_dict(az, groups, coords, dims)
+    _add_group(data, "sample_stats",
+               _sample_stats(est, None if resample else est.particle_weights_.copy()))
+    for name, dataset in data_groups.items():
+        _add_group(data, name, dataset)
+    return data
