@@ -416,10 +416,6 @@ class BaseEvidenceEstimator(BaseEstimator):
         params = {name: getattr(self, name) for name in self._ENGINE_PARAMS}
         return sgais.SGAISConfig(**params, **{**self._engine_defaults, **options})
 
-    def _engine_move(self):
-        """The engine's move (None: its default); a model may add moves of its own."""
-        return None
-
     @property
     def _torch_dtype(self):
         return _resolve_dtype(self.dtype)
@@ -463,7 +459,6 @@ class BaseEvidenceEstimator(BaseEstimator):
                 ckpt = engine.checkpoint(self._state)
             batch = self._to_batch(X, y)
             engine.update(self._model, self._state, self._config, batch,
-                          move=self._engine_move() if self.method == "sgais" else None,
                           callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
             self._warn_if_untrustworthy()
