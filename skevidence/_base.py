@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import (ais, diagnostics, nested, online_nested, sequential,
+from .inference import (ais, nested, online_nested, posterior_gap, sequential,
                         sequential_nested, sgais, smc)
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC",
@@ -532,7 +532,7 @@ class BaseEvidenceEstimator(BaseEstimator):
     # -- diagnostics -------------------------------------------------------------
 
     def _posterior_gap(self):
-        """The posterior-gap check (see inference/diagnostics.py), rerun only
+        """The posterior-gap check (see inference/posterior_gap.py), rerun only
         when the data seen have doubled since the last one, so that a
         stream fed in many small ``partial_fit`` calls pays for it about
         twice in all."""
@@ -541,8 +541,8 @@ class BaseEvidenceEstimator(BaseEstimator):
         if last is not None and state.n_seen < 2 * last[0]:
             return last[1]
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        gap = diagnostics.posterior_gap(self._model, state.theta, W, state.reservoir.data(),
-                                        state.n_seen)
+        gap = posterior_gap.posterior_gap(self._model, state.theta, W,
+                                          state.reservoir.data(), state.n_seen)
         self._gap_checked = (state.n_seen, gap)
         return gap
 
@@ -563,7 +563,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             "log_evidence_std": self.log_evidence_std_,
             "posterior_gap": float(gap),
             "posterior_gap_n_seen": int(self._gap_checked[0]),
-            "posterior_gap_threshold": float(diagnostics.gap_threshold(
+            "posterior_gap_threshold": float(posterior_gap.gap_threshold(
                 d, state.n_seen / max(state.reservoir.size, 1))),
             "log_posterior_optimum": float(optimum),
             "mean_log_posterior": float(mean_log_p),
