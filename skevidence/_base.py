@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import (ais, diagnostics, nested, online_nested, sequential,
+from .inference import (ais, nested, online_nested, posterior_gap, sequential,
                         sequential_nested, sgais, smc)
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC",
@@ -32,11 +32,6 @@ __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC
 # Final ESS below this fraction of the particles: the islands' weights (or
 # one island's) have degenerated.
 ESS_COLLAPSE = 0.05
-# Annealing steps of one chunk after the first: a chunk that starts from the
-# posterior so far needs a handful of steps in a healthy fit (the first,
-# from the prior, needs more and is not counted), so this many mean the
-# moves do not keep the particles at the posterior.
-MAX_ANNEALING_STEPS = 200
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -183,9 +178,12 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         posterior) with its ``posterior_gap_threshold`` and
         ``posterior_gap_n_seen`` (the check reruns when the data seen have
         doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
-        issued when ``warnings`` is not empty: most particles diverged in
-        one move, the ESS collapsed, a chunk needed more than 200
-        annealing steps, or the gap exceeds its threshold."""
+        issued with the entries of ``warnings`` that say most particles
+        diverged in one move, the ESS collapsed, or the gap exceeds its
+        threshold; a chunk that needed more annealing steps than the
+        ``annealing_steps_warning`` entry of ``engine_options`` (250 by
+        default) is listed there too, but warned about by
+        :class:`~skevidence.exceptions.AnnealingWarning`."""
 
 SHARED_PARAMS_DOC = """\
     n_particles : int, default=128
@@ -417,10 +415,6 @@ class BaseEvidenceEstimator(BaseEstimator):
         params = {name: getattr(self, name) for name in self._ENGINE_PARAMS}
         return sgais.SGAISConfig(**params, **{**self._engine_defaults, **options})
 
-    def _engine_move(self):
-        """The engine's move (None: its default); a model may add moves of its own."""
-        return None
-
     @property
     def _torch_dtype(self):
         return _resolve_dtype(self.dtype)
@@ -464,7 +458,6 @@ class BaseEvidenceEstimator(BaseEstimator):
                 ckpt = engine.checkpoint(self._state)
             batch = self._to_batch(X, y)
             engine.update(self._model, self._state, self._config, batch,
-                          move=self._engine_move() if self.method == "sgais" else None,
                           callback=self._progress_printer(X.shape[0]))
             self._set_fitted_attributes()
             self._warn_if_untrustworthy()
@@ -540,7 +533,7 @@ class BaseEvidenceEstimator(BaseEstimator):
     # -- diagnostics -------------------------------------------------------------
 
     def _posterior_gap(self):
-        """The posterior-gap check (see inference/diagnostics.py), rerun only
+        """The posterior-gap check (see inference/posterior_gap.py), rerun only
         when the data seen have doubled since the last one, so that a
         stream fed in many small ``partial_fit`` calls pays for it about
         twice in all."""
@@ -549,8 +542,8 @@ class BaseEvidenceEstimator(BaseEstimator):
         if last is not None and state.n_seen < 2 * last[0]:
             return last[1]
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        gap = diagnostics.posterior_gap(self._model, state.theta, W, state.reservoir.data(),
-                                        state.n_seen)
+        gap = posterior_gap.posterior_gap(self._model, state.theta, W,
+                                          state.reservoir.data(), state.n_seen)
         self._gap_checked = (state.n_seen, gap)
         return gap
 
@@ -571,7 +564,7 @@ class BaseEvidenceEstimator(BaseEstimator):
             "log_evidence_std": self.log_evidence_std_,
             "posterior_gap": float(gap),
             "posterior_gap_n_seen": int(self._gap_checked[0]),
-            "posterior_gap_threshold": float(diagnostics.gap_threshold(
+            "posterior_gap_threshold": float(posterior_gap.gap_threshold(
                 d, state.n_seen / max(state.reservoir.size, 1))),
             "log_posterior_optimum": float(optimum),
             "mean_log_posterior": float(mean_log_p),
@@ -579,7 +572,6 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _untrustworthy_reasons(self, diag):
         M = self._state.theta.shape[0]
-        steps = diag["n_annealing_steps"]
         reasons = []
         if diag["max_diverged_fraction"] > 0.5:
             reasons.append(f"{diag['max_diverged_fraction']:.0%} of the particles diverged in one "
@@ -587,11 +579,6 @@ class BaseEvidenceEstimator(BaseEstimator):
         if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
             reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
                            "particles (increase n_particles)")
-        if (self.method in _ONLINE_ANNEALING and steps.shape[0] > 1
-                and steps[1:].max() > MAX_ANNEALING_STEPS):
-            reasons.append(f"a chunk needed {int(steps[1:].max())} annealing steps (the moves "
-                           "do not keep the particles at the posterior; reduce learning_rate "
-                           "or increase n_burnin)")
         if self.method in _PREDICTIVE_METHODS:
             # Below two, one particle carried the chunk: its delta-method
             # variance no longer bounds the error, which can then be far
@@ -610,15 +597,34 @@ class BaseEvidenceEstimator(BaseEstimator):
                 "posterior (try a smaller learning_rate, more n_burnin or n_particles)")
         return reasons
 
+    def _long_chunk_record(self):
+        """The engine's AnnealingWarning for the longest chunk so far, as a list of 0 or 1."""
+        threshold = self._config.annealing_steps_warning
+        if self.method not in _ONLINE_ANNEALING or threshold is None:
+            return []
+        steps = self.evidence_trace_["n_annealing_steps"]
+        n_seen = self.evidence_trace_["n_seen"]
+        k = steps.shape[0] - 1 - int(np.argmax(steps[::-1]))  # the last, as the engine picks
+        if steps[k] <= threshold:
+            return []
+        n_before = int(n_seen[k - 1]) if k else 0
+        return [sgais.long_chunk_message(int(steps[k]), n_before, int(n_seen[k]) - n_before,
+                                         threshold)]
+
     def _warn_if_untrustworthy(self):
-        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy."""
+        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy.
+
+        A long chunk is warned about once, by the engine's AnnealingWarning;
+        it is only recorded here so that ``diagnostics_["warnings"]`` lists it.
+        """
         diag = self._diagnostics()
-        diag["warnings"] = self._untrustworthy_reasons(diag)
+        reasons = self._untrustworthy_reasons(diag)
+        diag["warnings"] = reasons + self._long_chunk_record()
         self.diagnostics_ = diag
-        if diag["warnings"]:
+        if reasons:
             warnings.warn(
                 f"{type(self).__name__}: the evidence estimate is not trustworthy: "
-                + "; ".join(diag["warnings"]) + ". See diagnostics_.",
+                + "; ".join(reasons) + ". See diagnostics_.",
                 ConvergenceWarning, stacklevel=4)
 
     def _check_fitted_input(self, X):

@@ -16,22 +16,16 @@ from joblib import Parallel, delayed
 from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 
+from .inference.annealing import logsumexp
+
 # Estimator types whose predictive distributions can be averaged.
 _KINDS = ("regressor", "classifier", "density_estimator")
 
 
-def log_sum_exp(a):
-    """``log(sum(exp(a)))`` along the first axis, safe for ``-inf`` entries."""
-    a = np.asarray(a, dtype=np.float64)
-    top = np.max(a, axis=0)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return top + np.log(np.sum(np.exp(a - top), axis=0))
-
-
 def log_softmax(a):
+    """``a`` shifted along the first axis so that its exponentials sum to one."""
     a = np.asarray(a, dtype=np.float64)
-    return a - log_sum_exp(a)
+    return a - logsumexp(a)
 
 
 def final_step(estimator):

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._meta import final_step
+
 __all__ = ["detect_shifts", "shift_scores"]
 
 # Scale of the median absolute deviation that makes it a standard deviation
@@ -29,11 +31,6 @@ _SETTLE = 3
 # deviation of 5 differences was 2.5 times too small on a linear-regression
 # stream with a change (the example of detect_shifts).
 _MIN_QUIET_DIFFERENCES = 8
-
-
-def _final_step(estimator):
-    """The last step of a pipeline, or the estimator itself."""
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
 
 
 def _check_settings(threshold, window):
@@ -150,7 +147,7 @@ def shift_scores(estimator, *, threshold=5.0, window=10):
     ((8,), array([], dtype=int64))
     """
     _check_settings(threshold, window)
-    final = _final_step(estimator)
+    final = final_step(estimator)
     check_is_fitted(final, "evidence_trace_")
     trace = final.evidence_trace_
     start, size, value = _chunk_log_predictive(trace)

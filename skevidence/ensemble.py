@@ -16,12 +16,12 @@ from ._meta import (
     final_step,
     fit_members,
     log_softmax,
-    log_sum_exp,
     members_kind,
     partial_fit_params,
     read_evidences,
     warn_if_tied,
 )
+from .inference.annealing import logsumexp
 
 __all__ = ["BayesianModelAverager", "EvidenceTieWarning"]
 
@@ -318,7 +318,7 @@ class BayesianModelAverager(_BaseComposition):
         self.named_estimators_ = Bunch(**dict(zip(names, fitted)))
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = stds
-        self.log_evidence_ = float(log_sum_exp(log_posterior))
+        self.log_evidence_ = float(logsumexp(log_posterior))
         self.weights_ = np.exp(log_softmax(log_posterior))
         if kind == "classifier":
             self.classes_ = classes
@@ -429,9 +429,9 @@ class BayesianModelAverager(_BaseComposition):
                 log_probas = np.log(self._aligned_member_probas(X, "predict_proba"))
         with np.errstate(divide="ignore"):
             log_w = np.log(self.weights_)
-        log_proba = log_sum_exp(log_w[:, None, None] + log_probas)
+        log_proba = logsumexp(log_w[:, None, None] + log_probas)
         # renormalise the rounding away, so that exp() never exceeds 1
-        return np.minimum(log_proba - log_sum_exp(log_proba.T)[:, None], 0.0)
+        return np.minimum(log_proba - logsumexp(log_proba.T)[:, None], 0.0)
 
     @available_if(_members_are("density_estimator"))
     def score_samples(self, X):
@@ -452,7 +452,7 @@ class BayesianModelAverager(_BaseComposition):
                            for est in self.estimators_])
         with np.errstate(divide="ignore"):
             log_w = np.log(self.weights_)
-        return log_sum_exp(log_w[:, None] + scores)
+        return logsumexp(log_w[:, None] + scores)
 
     @available_if(_members_are(*_KINDS))
     def score(self, X, y=None, sample_weight=None):

@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
                     TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
 from ._arviz import feature_coords
-from .inference.mode_jumps import ComponentBirths
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
@@ -147,11 +146,6 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
                         "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
 
-    # Data-driven component births at checkpoints (inference/mode_jumps.py), off by
-    # default: they cost moves and did not change the paper's mixture's evidence
-    # (see the user guide).
-    _mode_jumps = False
-
     _parameter_constraints = {
         **BaseEvidenceEstimator._parameter_constraints,
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -232,9 +226,6 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         variance = X.var(0) if X.shape[0] > 1 else np.zeros(X.shape[1])
         scale = DATA_VARIANCE_FRACTION * variance
         return mean_prior, np.where(scale > 0, scale, 1.0)
-
-    def _engine_move(self):
-        return ComponentBirths() if self._mode_jumps else None
 
     def _validate_training_data(self, X, y, reset):
         X = validate_data(self, X, reset=reset, dtype=np.float64)

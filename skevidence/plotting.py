@@ -7,6 +7,8 @@ package does not need it (``pip install matplotlib``).
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._meta import final_step
+
 __all__ = ["plot_evidence_trace", "plot_model_posterior", "plot_shifts"]
 
 
@@ -16,11 +18,6 @@ def _pyplot():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("skevidence.plotting needs matplotlib: pip install matplotlib") from exc
     return plt
-
-
-def _final_step(estimator):
-    """The last step of a pipeline, or the estimator itself."""
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
 
 
 def plot_evidence_trace(estimator, ax=None):
@@ -64,7 +61,7 @@ def plot_evidence_trace(estimator, ax=None):
     >>> len(axes)
     3
     """
-    final = _final_step(estimator)
+    final = final_step(estimator)
     check_is_fitted(final, "evidence_trace_")
     trace = final.evidence_trace_
     n = np.asarray(trace["n_seen"], dtype=float)

@@ -117,6 +117,18 @@ def test_particles_away_from_the_posterior_warn():
     assert reg.diagnostics_["posterior_gap"] > 100
 
 
+def test_a_long_chunk_warns_once_and_is_recorded_in_diagnostics():
+    X, y = paper_linear_data(600, 0)
+    reg = EvidenceLinearRegression(n_particles=32, n_burnin=2, batch_size=200, random_state=0,
+                                   engine_options={"annealing_steps_warning": 3})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg.fit(X, y)
+    (long_chunk,) = [w for w in caught if issubclass(w.category, sgais.AnnealingWarning)]
+    assert not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    assert reg.diagnostics_["warnings"] == [str(long_chunk.message)]
+
+
 def test_diverging_learning_rate_warns_or_raises():
     # The setting: learning_rate=5 gave -1.35e22 quietly.
     X, y = paper_linear_data(20_000, 0)
@@ -133,8 +145,8 @@ def test_a_warning_turned_error_leaves_the_fitted_estimator_unchanged():
               dict(reg.diagnostics_))
     reg.set_params(learning_rate=1e-6, n_burnin=1)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
-        with pytest.raises(ConvergenceWarning):
+        warnings.simplefilter("error", sgais.AnnealingWarning)
+        with pytest.raises(sgais.AnnealingWarning):
             reg.partial_fit(X[:1000] * 0 + 50.0, y[:1000] * 0 - 400.0)
     assert reg.log_evidence_ == before[0] and reg.log_evidence_std_ == before[1]
     assert np.array_equal(reg.particles_, before[2]) and reg.n_samples_seen_ == 1500

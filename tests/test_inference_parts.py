@@ -8,7 +8,7 @@ import torch
 from scipy.stats import chisquare
 
 from skevidence.inference.annealing import conditional_ess, ess, log_normalize, next_increment
-from skevidence.inference.diagnostics import maximize
+from skevidence.inference.posterior_gap import maximize
 from skevidence.inference.reservoir import Reservoir
 from skevidence.inference.resampling import systematic_resample
 

@@ -44,6 +44,14 @@ def test_evidence_trace_draws_one_point_per_chunk(data):
     np.testing.assert_allclose(ess, trace["ess"] / FAST["n_particles"])
 
 
+def test_evidence_trace_reads_a_nested_pipeline(data):
+    nested = make_pipeline(StandardScaler(),
+                           make_pipeline(StandardScaler(), EvidenceLinearRegression(**FAST)))
+    axes = plot_evidence_trace(nested.fit(*data))
+    np.testing.assert_array_equal(axes[0].lines[0].get_xdata(),
+                                  nested[-1][-1].evidence_trace_["n_seen"])
+
+
 def test_evidence_trace_draws_on_given_axes_and_checks_them(data):
     reg = EvidenceLinearRegression(**FAST).fit(*data)
     _, given = plt.subplots(1, 3)

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
@@ -47,6 +49,13 @@ def test_one_drop_is_found_at_its_chunk_and_the_new_level_is_not_a_shift():
     scores = shift_scores(est)
     assert np.isnan(scores["surprise"][:2]).all()  # the prior's chunk and the first reference
     np.testing.assert_allclose(scores["spread"], 1.1, rtol=0.5)
+
+
+def test_a_nested_pipeline_is_read_at_its_innermost_last_step():
+    values = chunks([-4.0] * 10 + [-4.3] * 10, seed=0)
+    X = np.arange(20.0)[:, None]
+    nested = make_pipeline(StandardScaler(), make_pipeline(StandardScaler(), TraceOnly(values)))
+    np.testing.assert_array_equal(detect_shifts(nested.fit(X)), [5500])
 
 
 def test_noise_and_a_rising_predictive_are_no_shift():
@@ -139,4 +148,8 @@ def test_plot_shifts_draws_the_surprise_threshold_and_shifts():
     np.testing.assert_array_equal(surprise_line.get_xdata(), shift_scores(est)["start"])
     assert threshold_line.get_ydata()[0] == 4.0
     assert shift_line.get_xdata()[0] == 5500
+    matplotlib.pyplot.close(ax.figure)
+    nested = make_pipeline(StandardScaler(), make_pipeline(TraceOnly(est.log_predictive)))
+    ax = plot_shifts(nested.fit(np.zeros((3, 1))), threshold=4.0)
+    assert ax.get_lines()[2].get_xdata()[0] == 5500
     matplotlib.pyplot.close(ax.figure)

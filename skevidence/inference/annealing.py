@@ -7,24 +7,41 @@ outside torch than as many tiny tensor ops (and avoids device syncs).
 
 import numpy as np
 
-__all__ = ["log_normalize", "ess", "conditional_ess", "next_increment"]
+__all__ = ["logsumexp", "log_normalize", "ess", "conditional_ess", "next_increment"]
 
 
-def _logsumexp(a):
-    m = np.max(a)
-    if not np.isfinite(m):
-        return m
-    return m + np.log(np.sum(np.exp(a - m)))
+def logsumexp(a):
+    """``log(sum(exp(a)))`` along the first axis, safe for ``-inf`` entries.
+
+    The package's one numpy log-sum-exp: the engine's weights and the
+    meta-estimators' posteriors and mixed predictions all go through it.
+
+    Parameters
+    ----------
+    a : array-like of float
+        Log values; reduced over axis 0.
+
+    Returns
+    -------
+    float or ndarray
+        ``a.shape[1:]``; ``-inf`` where every entry is ``-inf``.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    top = np.max(a, axis=0)
+    # A non-finite maximum would turn ``a - top`` into NaN; 0 keeps -inf exact.
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return top + np.log(np.sum(np.exp(a - top), axis=0))
 
 
 def log_normalize(log_w):
     """Log-weights shifted so that ``logsumexp == 0``."""
-    return log_w - _logsumexp(log_w)
+    return log_w - logsumexp(log_w)
 
 
 def ess(log_w):
     """Effective sample size ``(sum w)^2 / sum w^2`` of (unnormalised) log-weights."""
-    return float(np.exp(2.0 * _logsumexp(log_w) - _logsumexp(2.0 * log_w)))
+    return float(np.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w)))
 
 
 def conditional_ess(log_W, loglik, delta):
@@ -37,10 +54,10 @@ def conditional_ess(log_W, loglik, delta):
     """
     a = log_W + delta * loglik
     b = log_W + 2.0 * delta * loglik
-    log_num = _logsumexp(a)
+    log_num = logsumexp(a)
     if not np.isfinite(log_num):  # no particle with weight and likelihood
         return 0.0
-    return float(log_W.shape[0] * np.exp(2.0 * log_num - _logsumexp(b)))
+    return float(log_W.shape[0] * np.exp(2.0 * log_num - logsumexp(b)))
 
 
 def next_increment(log_W, loglik, remaining, target, tol=1e-6, max_iter=60):

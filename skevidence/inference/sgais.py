@@ -43,7 +43,7 @@ from .reservoir import Reservoir
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
     "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "record_chunk",
-    "take_move", "segment_variance", "AnnealingWarning",
+    "take_move", "segment_variance", "AnnealingWarning", "long_chunk_message",
 ]
 
 
@@ -141,28 +141,54 @@ class AnnealingWarning(UserWarning):
     only slowly with how informative a chunk is, but fast when the data
     lie far in the tails of the prior (a prior-data conflict, e.g. targets
     on a scale of 100 under a unit prior) or of the posterior so far (a
-    change in the stream): the fit becomes slow and the estimate loses
-    accuracy.
+    change in the stream, or moves that do not keep the particles at the
+    posterior): the fit becomes slow and the estimate loses accuracy. The
+    message is also recorded in the estimator's ``diagnostics_["warnings"]``.
 
     What to do: put the data on the scale the prior assumes (standardise
-    the features and targets) or widen the prior; for a stream that
+    the features and targets) or widen the prior; with data on that scale,
+    reduce ``learning_rate`` or increase ``n_burnin``; for a stream that
     changes, see :func:`skevidence.diagnostics.detect_shifts`.
 
     Public name: :class:`skevidence.exceptions.AnnealingWarning`.
     """
 
 
+def long_chunk_message(n_steps, n_before, size, threshold):
+    """What :class:`AnnealingWarning` says about a chunk of ``n_steps`` steps.
+
+    Parameters
+    ----------
+    n_steps : int
+        Annealing steps the chunk took.
+    n_before : int
+        Observations seen before the chunk.
+    size : int
+        Observations in the chunk.
+    threshold : int
+        The ``annealing_steps_warning`` it exceeded.
+
+    Returns
+    -------
+    str
+        The message, also recorded in the estimators' ``diagnostics_["warnings"]``.
+    """
+    return (
+        f"adding {size} observations after {n_before} took {n_steps} annealing steps "
+        f"(more than {threshold}): the data lie far in the tails of "
+        "the prior (prior-data conflict) or of the posterior so far (a change in the "
+        "stream, or moves that do not keep the particles at the posterior). Cost grows "
+        "with the conflict and the estimate loses accuracy; put the data on the scale the "
+        "prior assumes (e.g. standardise them) or widen the prior; if they are, reduce "
+        "learning_rate or increase n_burnin.")
+
+
 def _warn_if_long(longest, config):
     n_steps, n_before, size = longest
     if config.annealing_steps_warning is None or n_steps <= config.annealing_steps_warning:
         return
-    warnings.warn(
-        f"adding {size} observations after {n_before} took {n_steps} annealing steps "
-        f"(more than {config.annealing_steps_warning}): the data lie far in the tails of "
-        "the prior (prior-data conflict) or of the posterior so far (a change in the "
-        "stream). Cost grows with the conflict and the estimate loses accuracy; put the "
-        "data on the scale the prior assumes (e.g. standardise them) or widen the prior.",
-        AnnealingWarning, stacklevel=3)
+    warnings.warn(long_chunk_message(n_steps, n_before, size, config.annealing_steps_warning),
+                  AnnealingWarning, stacklevel=3)
 
 
 def _condition_on_chunk(model, state, config, chunk, move):

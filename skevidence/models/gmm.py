@@ -179,14 +179,6 @@ class GaussianMixtureModel(Model):
         features = _joint_features(X) if prepared is None else prepared["features"]
         return (coef.reshape(M * K, 2 * D + 1) @ features.T).reshape(M, K, -1)
 
-    def log_predictive_components(self, theta, X):
-        """``log w_k + log N(x | mean_k, diag var_k)`` per particle, datum, component.
-
-        Shape ``[M, B, K]``; its logsumexp over the last axis is the
-        log-density of ``x`` under each particle.
-        """
-        return self._log_joint(theta, X).transpose(1, 2)
-
     def log_likelihood(self, theta, batch):
         return torch.logsumexp(self._log_joint(theta, batch[0]), dim=1)
 
