@@ -1,7 +1,7 @@
 """The contract of an evidence engine: four functions and what it can do.
 
 Every method behind the estimators' ``method=`` is a module of this
-package that ends with ``ENGINE = Engine(...)``; :data:`skevidence.inference.ENGINES`
+package that ends with ``ENGINE = Engine(...)``; ``skevidence.inference.ENGINES``
 collects them by method name. A caller (the estimators) drives any of them
 the same way, and asks the capability attributes, never the name, where
 the methods differ::
