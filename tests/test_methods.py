@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
 from skevidence.datasets import make_linear_regression, make_logistic_regression
-from skevidence.inference import ENGINES
+from skevidence.inference import ENGINES, Engine
 
 METHODS = list(ENGINES)
 # How far each method may err against the closed form: max(floor, 3 std)
@@ -67,6 +67,16 @@ def test_methods_agree_on_a_logistic_model(logistic_fits):
             assert abs(ea.log_evidence_ - eb.log_evidence_) <= max(floor, 3.0 * combined), (a, b)
     for est in fits.values():
         assert est.score(X, y) > 0.7
+
+
+def test_every_method_declares_the_engine_contract():
+    for name, engine in ENGINES.items():
+        assert isinstance(engine, Engine) and engine.name == name
+        assert all(callable(f) for f in (engine.init, engine.update, engine.checkpoint,
+                                         engine.rollback))
+    bounded = sorted(name for name, engine in ENGINES.items()
+                     if not engine.keeps_every_observation)
+    assert bounded == ["sequential", "sgais"]
 
 
 def test_unknown_method_and_bounded_store_are_rejected():
