@@ -23,8 +23,8 @@ import warnings
 
 
 from skevidence import EvidenceLinearRegression
-from skevidence._base import ENGINES
 from skevidence.datasets import make_linear_regression
+from skevidence.inference import ENGINES
 
 PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 FLOOR = {"sequential": 3.0, "sequential-nested": 3.0}

@@ -3,7 +3,7 @@
 Subclasses (the public estimators) only say which model they fit, how
 their inputs become tensors, and which fitted attributes they expose; this
 class turns ``fit`` / ``partial_fit`` into calls of the engine that
-``method`` names (SGAIS by default; ``ENGINES``) and
+``method`` names (SGAIS by default; ``skevidence.inference.ENGINES``) and
 guarantees that a failed call leaves a fitted estimator as it was.
 """
 
@@ -22,8 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads, with_torch_threads
-from .inference import (ais, nested, online_nested, posterior_gap, sequential,
-                        sequential_nested, sgais, smc)
+from .inference import ENGINES, posterior_gap, sgais
 
 __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC",
            "SHARED_PARAMS_DOC", "TRUST_ATTRIBUTES_DOC", "normalize_proba"]
@@ -34,21 +33,6 @@ __all__ = ["BaseEvidenceEstimator", "EXACT_WARMUP_DOC", "EXACT_WARMUP_SINGLE_DOC
 ESS_COLLAPSE = 0.05
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-# The evidence estimators behind ``method=``: modules of skevidence/inference
-# with the same init / update / checkpoint / rollback as sgais.
-ENGINES = {"sgais": sgais, "ais": ais, "smc": smc, "nested": nested,
-           "sequential": sequential, "sequential-nested": sequential_nested,
-           "online-nested": online_nested}
-# Methods whose moves or runs use every observation seen (no bounded store).
-_EXACT_METHODS = {"ais", "smc", "nested", "sequential-nested", "online-nested"}
-# Methods whose trace "ess" is that of each chunk's predictive estimate.
-_PREDICTIVE_METHODS = {"sequential", "sequential-nested"}
-# Methods that rerun from the prior on all data seen at every call.
-FULL_DATA_METHODS = {"ais", "nested"}
-# Methods whose chunks after the first start from the posterior so far, so
-# that many annealing steps in one of them signal a problem.
-_ONLINE_ANNEALING = {"sgais", "smc"}
 
 # Below this many particles the evidence is unreliable: the weights of a
 # small cloud degenerate within the first chunk, and the estimate's error
@@ -366,10 +350,11 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _check_method(self):
         """``ValueError`` for a ``method`` that cannot run with the other settings."""
-        if self.method in _EXACT_METHODS and self.reservoir_size is not None:
+        if self._engine.keeps_every_observation and self.reservoir_size is not None:
+            bounded = " and ".join(repr(name) for name, engine in ENGINES.items()
+                                   if not engine.keeps_every_observation)
             raise ValueError(f"method={self.method!r} uses every observation seen; "
-                             "reservoir_size must be None (only 'sgais' and 'sequential' "
-                             "bound their memory)")
+                             f"reservoir_size must be None (only {bounded} bound their memory)")
 
     def _check_continued_method(self):
         """``ValueError`` when ``partial_fit`` would continue a fit of another method."""
@@ -384,7 +369,7 @@ class BaseEvidenceEstimator(BaseEstimator):
 
     def _warn_full_data_refit(self):
         """Say once per estimator that a full-data method refits on partial_fit."""
-        if self.method in FULL_DATA_METHODS and not self.__dict__.get("_refit_warned"):
+        if self._engine.refits_from_prior and not self.__dict__.get("_refit_warned"):
             warnings.warn(f"method={self.method!r} is not online: partial_fit keeps every "
                           "observation and reruns it from the prior on all data seen",
                           UserWarning, stacklevel=5)
@@ -579,7 +564,7 @@ class BaseEvidenceEstimator(BaseEstimator):
         if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
             reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
                            "particles (increase n_particles)")
-        if self.method in _PREDICTIVE_METHODS:
+        if self._engine.trace_ess_is_predictive:
             # Below two, one particle carried the chunk: its delta-method
             # variance no longer bounds the error, which can then be far
             # larger than the reported std (e.g. after a shift in the stream).
@@ -600,7 +585,7 @@ class BaseEvidenceEstimator(BaseEstimator):
     def _long_chunk_record(self):
         """The engine's AnnealingWarning for the longest chunk so far, as a list of 0 or 1."""
         threshold = self._config.annealing_steps_warning
-        if self.method not in _ONLINE_ANNEALING or threshold is None:
+        if not self._engine.anneals_online or threshold is None:
             return []
         steps = self.evidence_trace_["n_annealing_steps"]
         n_seen = self.evidence_trace_["n_seen"]

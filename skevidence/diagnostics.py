@@ -9,8 +9,10 @@ surprise per chunk and :func:`detect_shifts` reports where it is large.
 """
 
 import math
+import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from ._meta import final_step
@@ -33,12 +35,13 @@ _SETTLE = 3
 _MIN_QUIET_DIFFERENCES = 8
 
 
-def _check_settings(threshold, window):
-    if not (isinstance(threshold, (int, float, np.floating)) and math.isfinite(threshold)
-            and threshold > 0):
-        raise ValueError(f"threshold must be a positive number, got {threshold!r}")
-    if not isinstance(window, (int, np.integer)) or isinstance(window, bool) or window < 1:
-        raise ValueError(f"window must be a positive integer, got {window!r}")
+# The settings of shift_scores and detect_shifts, validated as the
+# estimators' parameters are.
+_SETTINGS_CONSTRAINTS = {
+    "estimator": "no_validation",
+    "threshold": [Interval(numbers.Real, 0, None, closed="neither")],
+    "window": [Interval(numbers.Integral, 1, None, closed="left")],
+}
 
 
 def _chunk_log_predictive(trace):
@@ -96,6 +99,7 @@ def _surprises(value, size, spread, threshold, window):
     return surprise, shifts
 
 
+@validate_params(_SETTINGS_CONSTRAINTS, prefer_skip_nested_validation=True)
 def shift_scores(estimator, *, threshold=5.0, window=10):
     """Standardised surprise of every chunk of a stream, and the shifts it shows.
 
@@ -146,7 +150,6 @@ def shift_scores(estimator, *, threshold=5.0, window=10):
     >>> scores["surprise"].shape, scores["shifts"]
     ((8,), array([], dtype=int64))
     """
-    _check_settings(threshold, window)
     final = final_step(estimator)
     check_is_fitted(final, "evidence_trace_")
     trace = final.evidence_trace_
@@ -175,6 +178,7 @@ def shift_scores(estimator, *, threshold=5.0, window=10):
     }
 
 
+@validate_params(_SETTINGS_CONSTRAINTS, prefer_skip_nested_validation=True)
 def detect_shifts(estimator, *, threshold=5.0, window=10):
     """Where a stream's data-generating distribution changed, from its evidence trace.
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from sklearn.base import DensityMixin
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
@@ -19,6 +19,9 @@ __all__ = ["EvidenceGMM"]
 # With ``variance_scale=None`` the inverse-gamma scale of every variance is
 # this fraction of the feature's variance in the first batch.
 DATA_VARIANCE_FRACTION = 0.1
+
+# The argument of ``EvidenceGMM.sample``, validated as the parameters are.
+_SAMPLE_CONSTRAINTS = {"n_samples": [Interval(numbers.Integral, 1, None, closed="left")]}
 
 
 class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
@@ -402,9 +405,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
             Component index of every sample, within its particle.
         """
         check_is_fitted(self, "log_evidence_")
-        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) \
-                or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        validate_parameter_constraints(_SAMPLE_CONSTRAINTS, {"n_samples": n_samples},
+                                       caller_name="sample")
         generator = self._make_generator()
         log_w, means, variances = self._model.unpack(self._particles_tensor())
         particle = torch.multinomial(self._weights_tensor(), n_samples, replacement=True,

@@ -8,8 +8,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
-from skevidence._base import ENGINES
 from skevidence.datasets import make_linear_regression, make_logistic_regression
+from skevidence.inference import ENGINES, Engine
 
 METHODS = list(ENGINES)
 # How far each method may err against the closed form: max(floor, 3 std)
@@ -69,11 +69,21 @@ def test_methods_agree_on_a_logistic_model(logistic_fits):
         assert est.score(X, y) > 0.7
 
 
+def test_every_method_declares_the_engine_contract():
+    for name, engine in ENGINES.items():
+        assert isinstance(engine, Engine) and engine.name == name
+        assert all(callable(f) for f in (engine.init, engine.update, engine.checkpoint,
+                                         engine.rollback))
+    bounded = sorted(name for name, engine in ENGINES.items()
+                     if not engine.keeps_every_observation)
+    assert bounded == ["sequential", "sgais"]
+
+
 def test_unknown_method_and_bounded_store_are_rejected():
     X, y = make_linear_regression(50, random_state=0)
     with pytest.raises(ValueError, match="method"):
         EvidenceLinearRegression(method="mcmc").fit(X, y)
-    for method in set(ENGINES) - {"sgais", "sequential"}:
+    for method in [name for name, engine in ENGINES.items() if engine.keeps_every_observation]:
         with pytest.raises(ValueError, match="reservoir_size"):
             EvidenceLinearRegression(method=method, reservoir_size=20).fit(X, y)
 

@@ -55,6 +55,8 @@ def test_score_samples_is_a_normalised_density():
     samples, labels = est.sample(50)
     assert samples.shape == (50, 1) and labels.shape == (50,)
     assert set(labels) <= {0, 1}
+    with pytest.raises(ValueError, match="'n_samples' parameter of sample must be an int"):
+        est.sample(0)
 
 
 def _state(est):

@@ -79,9 +79,10 @@ def test_uneven_chunks_compare_by_their_sizes():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"threshold": 0}, "threshold must be a positive number"),
-    ({"threshold": np.nan}, "threshold must be a positive number"),
-    ({"window": 0}, "window must be a positive integer"),
+    ({"threshold": 0}, "'threshold' parameter of detect_shifts must be a float in the range"),
+    ({"threshold": np.nan}, "'threshold' parameter of detect_shifts must be a float in the range"),
+    ({"threshold": np.inf}, "'threshold' parameter of detect_shifts must be a float in the range"),
+    ({"window": 0}, "'window' parameter of detect_shifts must be an int in the range"),
 ])
 def test_bad_settings_are_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -27,6 +27,7 @@ import torch
 
 from ..models.base import batch_size_of
 from . import sgais
+from .engine import Engine
 from .reservoir import Reservoir
 
 __all__ = ["init", "update", "checkpoint", "rollback", "full_data_config"]
@@ -48,8 +49,6 @@ def full_data_config(config, batch_size):
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Particles from the prior with equal weights and an empty data store."""
-    if config.reservoir_size is not None:
-        raise ValueError("method='ais' uses every observation (reservoir_size must be None)")
     return sgais.init(model, replace(config, control_variate=None), generator,
                       dtype=dtype, device=device)
 
@@ -87,3 +86,7 @@ def _restart_from_prior(model, state):
     state.log_evidence = 0.0
     state.log_evidence_var = 0.0
     state.reservoir = Reservoir(capacity=None)
+
+
+ENGINE = Engine("ais", init, update, checkpoint, rollback,
+                keeps_every_observation=True, refits_from_prior=True)

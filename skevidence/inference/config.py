@@ -13,30 +13,36 @@ __all__ = ["SGAISConfig"]
 _ACCEPTED = {int: numbers.Integral, float: numbers.Real, bool: (bool, np.bool_), str: str,
              type(None): type(None)}
 
-
-def _check_type(name, value, annotation):
-    kinds = typing.get_args(annotation) or (annotation,)
-    is_bool = isinstance(value, (bool, np.bool_))
-    if not isinstance(value, tuple(_ACCEPTED[k] for k in kinds)) or (is_bool and bool not in kinds):
-        raise ValueError(f"SGAISConfig.{name} must be of type {annotation}, got {value!r}")
-
-
-# Smallest value of the numeric settings (None, where allowed, passes).
-_LOWER_BOUNDS = {
+# The values each field accepts beyond its annotation's types: a number is
+# the smallest a numeric value may be, a tuple the strings a string may be
+# (a typo must not fall back silently to another behaviour: the engine's
+# branches test for one value each). None, where annotated, always passes.
+_ALLOWED = {
     "n_particles": 2, "batch_size": 1, "n_burnin": 1, "reservoir_size": 1, "warmup_size": 0,
     "warmup_factor": 1, "n_islands": 1, "first_chunk_size": 1, "annealing_steps_warning": 1,
     "curvature_ratio": 0.0, "cv_refresh_factor": 1.0, "max_particles": 2,
     "growth_threshold": 0.0, "move_ess": 0.0, "minibatch_size": 1,
-}
-
-
-# The values each string setting of SGAISConfig accepts.
-_CHOICES = {
-    "precondition": (None, "covariance", "model", "curvature"),
-    "control_variate": (None, "shared", "particle"),
+    "precondition": ("covariance", "model", "curvature"),
+    "control_variate": ("shared", "particle"),
     "integrator": ("baoab", "sghmc"),
-    "warmup_dtype": (None, "float32"),
+    "warmup_dtype": ("float32",),
+    "precondition_shrinkage": ("ledoit-wolf",),
 }
+
+
+def _check_field(name, value, annotation):
+    """``ValueError`` unless ``value`` has a type of ``annotation`` and is in ``_ALLOWED[name]``."""
+    kinds = typing.get_args(annotation) or (annotation,)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if not isinstance(value, tuple(_ACCEPTED[k] for k in kinds)) or (is_bool and bool not in kinds):
+        raise ValueError(f"SGAISConfig.{name} must be of type {annotation}, got {value!r}")
+    allowed = _ALLOWED.get(name)
+    if isinstance(value, str) and isinstance(allowed, tuple) and value not in allowed:
+        choices = allowed + (None,) if type(None) in kinds else allowed
+        number = "a number or " if float in kinds else ""
+        raise ValueError(f"SGAISConfig.{name} must be {number}one of {choices}, got {value!r}")
+    if isinstance(allowed, numbers.Real) and value is not None and not value >= allowed:
+        raise ValueError(f"SGAISConfig.{name} must be at least {allowed}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -203,21 +209,7 @@ default="covariance"
 
     def __post_init__(self):
         for f in fields(self):
-            _check_type(f.name, getattr(self, f.name), f.type)
-        for name, low in _LOWER_BOUNDS.items():
-            value = getattr(self, name)
-            if value is not None and not value >= low:
-                raise ValueError(f"SGAISConfig.{name} must be at least {low}, got {value!r}")
-        # A typo in a string setting must not fall back silently to another
-        # behaviour (the engine's branches test for one value each).
-        for name, allowed in _CHOICES.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(f"SGAISConfig.{name} must be one of {allowed}, got {value!r}")
-        shrinkage = self.precondition_shrinkage
-        if isinstance(shrinkage, str) and shrinkage != "ledoit-wolf":
-            raise ValueError("SGAISConfig.precondition_shrinkage must be a number in [0, 1] "
-                             f"or 'ledoit-wolf', got {shrinkage!r}")
+            _check_field(f.name, getattr(self, f.name), f.type)
         self._check_growth()
         self._check_reservoir()
 

@@ -38,6 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..models.base import batch_size_of
 from . import islands
+from .engine import Engine
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
 from .resampling import systematic_resample
@@ -246,8 +247,6 @@ def _move_in_whitened(reference, start, log_l_min, log_prior_and_grad, log_lik_a
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Prior draws with equal weights, an empty data store (the run happens in update)."""
-    if config.reservoir_size is not None:
-        raise ValueError("method='nested' uses every observation (reservoir_size must be None)")
     M = config.n_particles
     return SGAISState(
         theta=model.sample_prior(M, generator, dtype=dtype, device=device),
@@ -327,3 +326,7 @@ def rollback(state, ckpt):
         setattr(state, name, value)
     state.generator.set_state(ckpt.generator_state)
     state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
+
+
+ENGINE = Engine("nested", init, update, checkpoint, rollback,
+                keeps_every_observation=True, refits_from_prior=True)

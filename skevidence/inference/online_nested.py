@@ -21,6 +21,7 @@ import torch
 
 from ..models.base import batch_size_of
 from . import nested, sgais
+from .engine import Engine
 
 __all__ = ["init", "update", "checkpoint", "rollback"]
 
@@ -30,9 +31,6 @@ rollback = sgais.rollback
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Prior draws with equal weights and an empty data store."""
-    if config.reservoir_size is not None:
-        raise ValueError("method='online-nested' moves on every observation seen "
-                         "(reservoir_size must be None)")
     return sgais.init(model, replace(config, control_variate=None), generator,
                       dtype=dtype, device=device)
 
@@ -77,3 +75,6 @@ def _condition_on_chunk(model, state, config, chunk):
     state.n_seen += batch_size_of(chunk)
     sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]),
                        acceptance=acceptance)
+
+
+ENGINE = Engine("online-nested", init, update, checkpoint, rollback, keeps_every_observation=True)

@@ -30,6 +30,7 @@ import torch
 
 from ..models.base import batch_size_of
 from . import sgais
+from .engine import Engine
 
 __all__ = ["init", "update", "checkpoint", "rollback", "chunk_ends"]
 
@@ -138,3 +139,6 @@ def _replace_diverged(state):
     theta[bad] = theta[good[pick]]
     state.theta = theta
     return lost
+
+
+ENGINE = Engine("sequential", init, update, checkpoint, rollback, trace_ess_is_predictive=True)

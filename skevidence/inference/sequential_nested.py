@@ -19,6 +19,7 @@ import torch
 
 from ..models.base import batch_size_of
 from . import nested, sequential, sgais
+from .engine import Engine
 
 __all__ = ["init", "update", "checkpoint", "rollback"]
 
@@ -58,3 +59,7 @@ def _nested_head(model, state, config, head):
         state.cv.add_chunk(model, head)
     state.n_seen = batch_size_of(data)
     sgais.record_chunk(state, result.n_iterations, ess_value=float(M))
+
+
+ENGINE = Engine("sequential-nested", init, update, checkpoint, rollback,
+                keeps_every_observation=True, trace_ess_is_predictive=True)

@@ -34,6 +34,7 @@ from . import islands
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
 from .control_variates import ControlVariate
+from .engine import Engine
 from .growth import maybe_grow, shrink_to_base, variance_so_far
 from .moves import exact_move, sghmc_move
 from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SGAISState,
@@ -456,3 +457,6 @@ def rollback(state, ckpt):
     state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
     if ckpt.cv is not None:
         state.cv.theta_ref, state.cv.grad_sum, state.cv.n_at_refresh = ckpt.cv
+
+
+ENGINE = Engine("sgais", init, update, checkpoint, rollback, anneals_online=True)

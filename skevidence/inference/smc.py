@@ -22,6 +22,7 @@ from dataclasses import replace
 import torch
 
 from . import sgais
+from .engine import Engine
 
 __all__ = ["init", "update", "checkpoint", "rollback"]
 
@@ -35,9 +36,6 @@ def _exact_config(config):
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Particles from the prior with equal weights and an empty data store."""
-    if config.reservoir_size is not None:
-        raise ValueError("method='smc' moves on every observation seen "
-                         "(reservoir_size must be None)")
     return sgais.init(model, _exact_config(config), generator, dtype=dtype, device=device)
 
 
@@ -45,3 +43,7 @@ def update(model, state, config, batch, move=None, callback=None):
     """Condition the particles on ``batch`` in chunks, with exact moves."""
     return sgais.update(model, state, _exact_config(config), batch,
                         move=sgais.exact_move if move is None else move, callback=callback)
+
+
+ENGINE = Engine("smc", init, update, checkpoint, rollback,
+                keeps_every_observation=True, anneals_online=True)
