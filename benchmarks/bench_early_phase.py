@@ -1,0 +1,315 @@
+"""Where the early phase of a fit spends its time, per model (n <= 1e5).
+
+Fits a model with the default settings (``random_state=0``) and wraps, from
+outside the package, the parts of the SGAIS loop
+(``skevidence.inference.sgais``) to count and time them per chunk:
+
+* ``search``   tempering-increment search (``next_increment``) + reweighting
+* ``lik(w)``   the chunk's likelihood for the weights (``_chunk_log_likelihood``)
+* ``exact``    Metropolis-adjusted warm-up moves (``moves.exact_move``)
+* ``prep``     the warm-up's per-move copies of chunk and store (``_cast_batch``,
+  ``prepare_batch``)
+* ``sghmc``    SGHMC moves (``sghmc_move`` outside its warm-up branch)
+* ``cv``       control-variate refreshes and per-chunk gradient sums
+* ``precond``  preconditioner (covariance / curvature Cholesky, ``posterior_scale``)
+* ``resample`` resampling, particle growth/shrink, divergence repair
+* ``rest``     wall time of the chunk minus the parts above (Python overhead,
+  the loop's bookkeeping, the data store)
+
+Each part is timed exclusive of the parts nested in it (e.g. the
+preconditioner inside a move counts once, under ``precond``). Model calls
+(``log_likelihood``, ``grad_log_likelihood``, ``log_likelihood_and_grad``,
+outermost call only) are counted with the observation rows they evaluate
+(each call covers all particles), and their time is shown as ``model s``,
+which is already part of the section that made the call.
+
+Chunks are grouped into phases: the first chunk; the rest of the warm-up
+(``warmup_size``: 1000, 2000 for the mixture); the warm-up's end to 1e4;
+1e4 to 1e5. ``--csv`` writes one row per chunk.
+
+    python benchmarks/bench_early_phase.py                       # three models, N = 1e4
+    python benchmarks/bench_early_phase.py --models logistic --n 100000 --time-cap 170
+    python benchmarks/bench_early_phase.py --models gmm --csv gmm_chunks.csv
+
+Threads are torch's defaults, as a user runs. ``--time-cap`` stops a model
+after the chunk that passes it (the table then ends there).
+
+Results
+-------
+(see the bottom of this docstring; pasted from runs of this script)
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+import skevidence
+from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
+from skevidence.datasets import (make_gaussian_mixture, make_linear_regression,
+                                 make_logistic_regression)
+from skevidence.inference import moves, preconditioning, sgais
+from skevidence.inference.control_variates import ControlVariate
+from skevidence.models.base import batch_size_of
+
+SECTIONS = ("search", "lik(w)", "exact", "prep", "sghmc", "cv", "precond", "resample")
+MODEL_CALLS = ("log_likelihood", "grad_log_likelihood", "log_likelihood_and_grad")
+
+
+def make_fit(name, n):
+    """Estimator and data of model ``name`` at ``n`` observations."""
+    if name == "linear":
+        X, y = make_linear_regression(n, random_state=1)
+        return EvidenceLinearRegression(random_state=0), X, y
+    if name == "logistic":
+        X, y = make_logistic_regression(n, random_state=1)
+        return EvidenceLogisticRegression(random_state=0), X, y
+    X = make_gaussian_mixture(n, random_state=1)
+    X = X[0] if isinstance(X, tuple) else X
+    return EvidenceGMM(n_components=5, random_state=0), X, None
+
+
+class Profile:
+    """Exclusive wall time per section (a stack), counters, per-chunk records."""
+
+    def __init__(self):
+        self.stack, self.chunks = [], []
+        self.reset_chunk()
+
+    def reset_chunk(self):
+        self.seconds = defaultdict(float)
+        self.model_seconds = defaultdict(float)  # by the section that called
+        self.counts = defaultdict(int)
+        self.in_model = False
+
+    def section(self, name, fn):
+        """``fn`` timed under ``name``, its nested sections subtracted."""
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            self.stack.append([name, 0.0])  # time spent in nested sections
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                nested = self.stack.pop()[1]
+                total = time.perf_counter() - start
+                self.seconds[name] += total - nested
+                if self.stack:
+                    self.stack[-1][1] += total
+        return timed
+
+    def model_call(self, fn):
+        """A model method counted (outermost call only) with the rows it evaluates."""
+        def counted(theta, batch, *args, **kwargs):
+            if self.in_model:
+                return fn(theta, batch, *args, **kwargs)
+            self.in_model = True
+            start = time.perf_counter()
+            try:
+                return fn(theta, batch, *args, **kwargs)
+            finally:
+                caller = self.stack[-1][0] if self.stack else "rest"
+                self.model_seconds[caller] += time.perf_counter() - start
+                self.counts["evals"] += 1
+                self.counts["rows"] += batch_size_of(batch)
+                self.in_model = False
+        return counted
+
+    def counter(self, key, fn, when=lambda result: True):
+        def counted(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            self.counts[key] += bool(when(result))
+            return result
+        return counted
+
+
+def instrument(profile, est, time_cap):
+    """Wrap the loop's parts (module globals) and the estimator's model; returns an undo."""
+    saved = []
+
+    def patch(owner, name, wrapper):
+        saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, wrapper(getattr(owner, name)))
+
+    sec = profile.section
+    patch(sgais, "next_increment", lambda f: sec("search", f))
+    patch(sgais, "_reweight", lambda f: sec("search", f))
+    patch(sgais, "_chunk_log_likelihood", lambda f: sec("lik(w)", f))
+    for name in ("_resample", "_islands_to_resample", "maybe_grow", "shrink_to_base",
+                 "_discard_diverged"):
+        patch(sgais, name, lambda f: sec("resample", f))
+    patch(sgais, "_maybe_refresh_reference", lambda f: sec("cv", f))
+    patch(ControlVariate, "add_chunk", lambda f: sec("cv", f))
+    patch(preconditioning, "preconditioner", lambda f: sec("precond", f))
+    patch(moves, "_cast_batch", lambda f: sec("prep", f))
+    patch(moves, "exact_move", lambda f: profile.counter("exact", sec("exact", f)))
+    patch(sgais, "sghmc_move", lambda f: profile.counter("moves", sec("sghmc", f)))
+    patch(sgais, "_skips_move", lambda f: profile.counter("skipped", f, lambda r: r))
+    patch(sgais, "_condition_on_chunk", lambda f: per_chunk(profile, f, time_cap))
+    make_model = est._make_model
+
+    def make_counted_model(*args, **kwargs):
+        model = make_model(*args, **kwargs)
+        for name in MODEL_CALLS:
+            setattr(model, name, profile.model_call(getattr(model, name)))
+        model.posterior_scale = sec("precond", model.posterior_scale)
+        model.prepare_batch = sec("prep", model.prepare_batch)
+        return model
+
+    est._make_model = make_counted_model
+
+    def undo():
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
+    return undo
+
+
+class TimeCap(Exception):
+    """The model's ``--time-cap`` passed: stop after the current chunk."""
+
+
+def per_chunk(profile, condition, time_cap):
+    """``_condition_on_chunk`` that appends one record per chunk to ``profile.chunks``."""
+    start_all = time.perf_counter()
+
+    def conditioned(model, state, config, chunk, move):
+        profile.reset_chunk()
+        n_before, wall, cpu = state.n_seen, time.perf_counter(), time.process_time()
+        condition(model, state, config, chunk, move)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        c = profile.counts
+        profile.chunks.append({
+            "n_before": n_before, "size": batch_size_of(chunk),
+            "steps": state.trace[-1].n_annealing_steps, "exact_moves": c["exact"],
+            "sghmc_moves": c["moves"] - c["exact"], "skipped": c["skipped"],
+            "evals": c["evals"], "rows": c["rows"], "wall": wall, "cpu": cpu,
+            **{s: profile.seconds[s] for s in SECTIONS},
+            "rest": wall - sum(profile.seconds[s] for s in SECTIONS),
+            "model_s": sum(profile.model_seconds.values()),
+            **{f"model_{s}": profile.model_seconds[s] for s in SECTIONS + ("rest",)},
+            "warmup_size": config.warmup_size})
+        if time_cap is not None and time.perf_counter() - start_all > time_cap:
+            raise TimeCap
+    return conditioned
+
+
+def phases(chunks):
+    """Group the chunk records: first chunk, warm-up, warm-up end .. 1e4, 1e4 .. 1e5, later."""
+    warmup = chunks[0]["warmup_size"]
+    bounds = [("first chunk", lambda c: c["n_before"] == 0),
+              (f"to {warmup} (warm-up)", lambda c: c["n_before"] < warmup),
+              (f"{warmup} .. 1e4", lambda c: c["n_before"] < 10_000),
+              ("1e4 .. 1e5", lambda c: c["n_before"] < 100_000),
+              ("after 1e5", lambda c: True)]
+    groups = defaultdict(list)
+    for c in chunks:
+        label = next(label for label, test in bounds if test(c))
+        groups[label].append(c)
+    order = [label for label, _ in bounds if label in groups]
+    rows = [(label, groups[label]) for label in order] + [("total", chunks)]
+    return [(label, _summed(group)) for label, group in rows]
+
+
+def _summed(group):
+    keys = [k for k in group[0] if k not in ("n_before", "size", "warmup_size")]
+    total = {k: sum(c[k] for c in group) for k in keys}
+    total.update(chunks=len(group), n_to=group[-1]["n_before"] + group[-1]["size"])
+    return total
+
+
+def print_tables(name, chunks):
+    rows = phases(chunks)
+    print(f"\n{name}: counts per phase (moves: exact = Metropolis-adjusted warm-up, "
+          "sghmc, skipped = chunks taken without a move)")
+    print(f"{'phase':<22}{'to n':>7}{'chunks':>7}{'steps':>7}{'exact':>7}{'sghmc':>7}"
+          f"{'skip':>6}{'evals':>8}{'rows (M)':>10}{'steps/chunk':>12}")
+    for label, r in rows:
+        print(f"{label:<22}{r['n_to']:>7}{r['chunks']:>7}{r['steps']:>7}{r['exact_moves']:>7}"
+              f"{r['sghmc_moves']:>7}{r['skipped']:>6}{r['evals']:>8}{r['rows'] / 1e6:>10.2f}"
+              f"{r['steps'] / r['chunks']:>12.1f}")
+    print(f"\n{name}: seconds per phase (wall; the parts sum to wall; "
+          "model s = time inside model calls, part of the sections)")
+    cols = SECTIONS + ("rest",)
+    print(f"{'phase':<22}{'wall':>8}{'cpu':>8}" + "".join(f"{c:>9}" for c in cols)
+          + f"{'model s':>9}{'s/chunk':>9}")
+    for label, r in rows:
+        print(f"{label:<22}{r['wall']:>8.2f}{r['cpu']:>8.2f}"
+              + "".join(f"{r[c]:>9.2f}" for c in cols)
+              + f"{r['model_s']:>9.2f}{r['wall'] / r['chunks']:>9.3f}")
+    total = rows[-1][1]
+    print("share of wall: " + ", ".join(f"{c} {100 * total[c] / total['wall']:.0f}%"
+                                        for c in cols + ("model_s",)))
+    print("of which in model calls (s): " + ", ".join(
+        f"{c} {total['model_' + c]:.2f}" for c in cols if total["model_" + c] > 0.005))
+
+
+def run_model(name, n, time_cap):
+    est, X, y = make_fit(name, n)
+    profile = Profile()
+    undo = instrument(profile, est, time_cap)
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        est.fit(X) if y is None else est.fit(X, y)
+    except TimeCap:
+        pass
+    finally:
+        undo()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    seen = profile.chunks[-1]["n_before"] + profile.chunks[-1]["size"]
+    capped = "" if seen >= n else f" (stopped by --time-cap after {seen} observations)"
+    print(f"\n## {name}, N = {n}: fit {wall:.2f} s wall, {cpu:.2f} s CPU{capped}")
+    return profile.chunks
+
+
+def header():
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"# {' '.join(['python'] + sys.argv)}")
+    print(f"# {now}, commit {commit.strip()}, {cpu}, {os.cpu_count()} CPUs, "
+          f"torch {torch.__version__} ({torch.get_num_threads()} threads), "
+          f"numpy {np.__version__}, skevidence {skevidence.__version__}, "
+          f"Python {platform.python_version()}")
+
+
+def write_csv(path, records):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["model"] + list(records[0][1]))
+        writer.writeheader()
+        for name, chunk in records:
+            writer.writerow({"model": name, **chunk})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["linear", "logistic", "gmm"],
+                        choices=["linear", "logistic", "gmm"])
+    parser.add_argument("--n", type=float, default=1e4, help="observations (up to 1e5)")
+    parser.add_argument("--time-cap", type=float, default=None, help="seconds per model")
+    parser.add_argument("--csv", help="write one row per chunk here")
+    args = parser.parse_args()
+    header()
+    records = []
+    for name in args.models:
+        chunks = run_model(name, int(args.n), args.time_cap)
+        print_tables(name, chunks)
+        records += [(name, c) for c in chunks]
+    if args.csv:
+        write_csv(args.csv, records)
+
+
+if __name__ == "__main__":
+    main()
