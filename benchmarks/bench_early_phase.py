@@ -4,24 +4,27 @@ Fits a model with the default settings (``random_state=0``) and wraps, from
 outside the package, the parts of the SGAIS loop
 (``skevidence.inference.sgais``) to count and time them per chunk:
 
-* ``search``   tempering-increment search (``next_increment``) + reweighting
-* ``lik(w)``   the chunk's likelihood for the weights (``_chunk_log_likelihood``)
+* ``incr``     tempering-increment search (``next_increment``) + reweighting
+* ``lik_w``    the chunk's likelihood for the weights (``_chunk_log_likelihood``)
 * ``exact``    Metropolis-adjusted warm-up moves (``moves.exact_move``)
 * ``prep``     the warm-up's per-move copies of chunk and store (``_cast_batch``,
   ``prepare_batch``)
 * ``sghmc``    SGHMC moves (``sghmc_move`` outside its warm-up branch)
 * ``cv``       control-variate refreshes and per-chunk gradient sums
-* ``precond``  preconditioner (covariance / curvature Cholesky, ``posterior_scale``)
-* ``resample`` resampling, particle growth/shrink, divergence repair
+* ``prec``     preconditioner (covariance / curvature Cholesky, ``posterior_scale``)
+* ``resmp``    resampling, particle growth/shrink, divergence repair
 * ``rest``     wall time of the chunk minus the parts above (Python overhead,
   the loop's bookkeeping, the data store)
 
 Each part is timed exclusive of the parts nested in it (e.g. the
-preconditioner inside a move counts once, under ``precond``). Model calls
+preconditioner inside a move counts once, under ``prec``). Model calls
 (``log_likelihood``, ``grad_log_likelihood``, ``log_likelihood_and_grad``,
 outermost call only) are counted with the observation rows they evaluate
-(each call covers all particles), and their time is shown as ``model s``,
-which is already part of the section that made the call.
+(each call covers all particles), and their time is shown as ``model``,
+which is already part of the section that made the call; ``s/chk`` is wall
+seconds per chunk. Counts: annealing ``steps``; moves ``exact`` (warm-up),
+``sghmc`` and ``skip`` (chunks taken without a move); model ``evals`` and
+the observation ``rows`` they evaluated, in millions.
 
 Chunks are grouped into phases: the first chunk; the rest of the warm-up
 (``warmup_size``: 1000, 2000 for the mixture); the warm-up's end to 1e4;
@@ -36,7 +39,7 @@ after the chunk that passes it (the table then ends there).
 
 Results
 -------
-(see the bottom of this docstring; pasted from runs of this script)
+PENDING
 """
 
 import argparse
@@ -204,7 +207,7 @@ def phases(chunks):
     """Group the chunk records: first chunk, warm-up, warm-up end .. 1e4, 1e4 .. 1e5, later."""
     warmup = chunks[0]["warmup_size"]
     bounds = [("first chunk", lambda c: c["n_before"] == 0),
-              (f"to {warmup} (warm-up)", lambda c: c["n_before"] < warmup),
+              (f"warm-up to {warmup}", lambda c: c["n_before"] < warmup),
               (f"{warmup} .. 1e4", lambda c: c["n_before"] < 10_000),
               ("1e4 .. 1e5", lambda c: c["n_before"] < 100_000),
               ("after 1e5", lambda c: True)]
@@ -224,30 +227,37 @@ def _summed(group):
     return total
 
 
+HEADS = {"search": "incr", "lik(w)": "lik_w", "exact": "exact", "prep": "prep",
+         "sghmc": "sghmc", "cv": "cv", "precond": "prec", "resample": "resmp", "rest": "rest"}
+
+
+def _seconds(x, width=6):
+    return f"{x:>{width}.2f}" if x < 10 ** (width - 4) else f"{x:>{width}.1f}"
+
+
 def print_tables(name, chunks):
     rows = phases(chunks)
-    print(f"\n{name}: counts per phase (moves: exact = Metropolis-adjusted warm-up, "
-          "sghmc, skipped = chunks taken without a move)")
-    print(f"{'phase':<22}{'to n':>7}{'chunks':>7}{'steps':>7}{'exact':>7}{'sghmc':>7}"
-          f"{'skip':>6}{'evals':>8}{'rows (M)':>10}{'steps/chunk':>12}")
+    print(f"\n{name}: counts per phase")
+    print(f"{'phase':<16}{'to n':>7}{'chunks':>7}{'steps':>7}{'exact':>7}{'sghmc':>7}"
+          f"{'skip':>5}{'evals':>7}{'rows M':>8}{'steps/chunk':>12}")
     for label, r in rows:
-        print(f"{label:<22}{r['n_to']:>7}{r['chunks']:>7}{r['steps']:>7}{r['exact_moves']:>7}"
-              f"{r['sghmc_moves']:>7}{r['skipped']:>6}{r['evals']:>8}{r['rows'] / 1e6:>10.2f}"
+        print(f"{label:<16}{r['n_to']:>7}{r['chunks']:>7}{r['steps']:>7}{r['exact_moves']:>7}"
+              f"{r['sghmc_moves']:>7}{r['skipped']:>5}{r['evals']:>7}{r['rows'] / 1e6:>8.2f}"
               f"{r['steps'] / r['chunks']:>12.1f}")
-    print(f"\n{name}: seconds per phase (wall; the parts sum to wall; "
-          "model s = time inside model calls, part of the sections)")
+    print(f"\n{name}: wall seconds per phase by part (legend in the docstring)")
     cols = SECTIONS + ("rest",)
-    print(f"{'phase':<22}{'wall':>8}{'cpu':>8}" + "".join(f"{c:>9}" for c in cols)
-          + f"{'model s':>9}{'s/chunk':>9}")
+    print(f"{'phase':<16}{'wall':>7}{'cpu':>7}" + "".join(f"{HEADS[c]:>6}" for c in cols)
+          + f"{'model':>6}{'s/chk':>6}")
     for label, r in rows:
-        print(f"{label:<22}{r['wall']:>8.2f}{r['cpu']:>8.2f}"
-              + "".join(f"{r[c]:>9.2f}" for c in cols)
-              + f"{r['model_s']:>9.2f}{r['wall'] / r['chunks']:>9.3f}")
+        print(f"{label:<16}{r['wall']:>7.2f}{r['cpu']:>7.2f}"
+              + "".join(_seconds(r[c]) for c in cols)
+              + _seconds(r["model_s"]) + _seconds(r["wall"] / r["chunks"]))
     total = rows[-1][1]
-    print("share of wall: " + ", ".join(f"{c} {100 * total[c] / total['wall']:.0f}%"
-                                        for c in cols + ("model_s",)))
-    print("of which in model calls (s): " + ", ".join(
-        f"{c} {total['model_' + c]:.2f}" for c in cols if total["model_" + c] > 0.005))
+    print("wall share >= 1%: " + ", ".join(
+        f"{HEADS.get(c, 'model')} {100 * total[c] / total['wall']:.0f}%"
+        for c in cols + ("model_s",) if total[c] >= 0.01 * total["wall"]))
+    print("model-call seconds by part: " + ", ".join(
+        f"{HEADS[c]} {total['model_' + c]:.2f}" for c in cols if total["model_" + c] > 0.005))
 
 
 def run_model(name, n, time_cap):
@@ -279,8 +289,8 @@ def header():
         pass
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# {' '.join(['python'] + sys.argv)}")
-    print(f"# {now}, commit {commit.strip()}, {cpu}, {os.cpu_count()} CPUs, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), "
+    print(f"# {now}, commit {commit.strip()}, {cpu}, {os.cpu_count()} CPUs")
+    print(f"# torch {torch.__version__} ({torch.get_num_threads()} threads), "
           f"numpy {np.__version__}, skevidence {skevidence.__version__}, "
           f"Python {platform.python_version()}")
 
