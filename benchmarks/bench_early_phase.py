@@ -39,7 +39,100 @@ after the chunk that passes it (the table then ends there).
 
 Results
 -------
-PENDING
+2026-11-25, commit 2b0bf26 (the engine is main's bb7ec3f), a 2-core AMD
+EPYC shared with other jobs, one process per model, back to back. The
+counts are deterministic (an earlier run gave the same); wall and CPU
+seconds are not: an earlier, more contended run of the same commands gave
+linear 5.6 s, mixture 75 s (warm-up 24 s, SGHMC 49 s) and logistic 153 s
+wall / 114 s CPU (warm-up 11 s). The logistic model's first 1e4 rows are
+in its 1e5 table.
+
+    # python benchmarks/bench_early_phase.py --models linear --csv /tmp/r_linear.csv
+    # 2026-11-25 10:59 UTC, commit 2b0bf26, AMD EPYC, 2 CPUs
+    # torch 2.13.0+cpu (2 threads), numpy 2.4.6, skevidence 0.1.0, Python 3.11.7
+
+    ## linear, N = 10000: fit 4.23 s wall, 2.59 s CPU
+
+    linear: counts per phase
+    phase              to n chunks  steps  exact  sghmc skip  evals  rows M steps/chunk
+    first chunk         500      1     43     43      0    0   1807    0.90        43.0
+    warm-up to 1000    1000      1      7      7      0    0    583    0.29         7.0
+    1000 .. 1e4       10000     18     56      0     55    1   2398    1.83         3.1
+    total             10000     20    106     50     55    1   4788    3.03         5.3
+
+    linear: wall seconds per phase by part (legend in the docstring)
+    phase              wall    cpu  incr lik_w exact  prep sghmc    cv  prec resmp  rest model s/chk
+    first chunk        1.71   1.05  0.10  0.06  1.45  0.04  0.00  0.00  0.02  0.04  0.00  0.47  1.71
+    warm-up to 1000    0.37   0.22  0.02  0.01  0.33  0.01  0.00  0.01  0.00  0.00  0.00  0.17  0.37
+    1000 .. 1e4        2.04   1.24  0.09  0.06  0.00  0.00  1.78  0.04  0.02  0.04  0.01  1.14  0.11
+    total              4.12   2.51  0.20  0.13  1.78  0.05  1.78  0.04  0.04  0.09  0.01  1.78  0.21
+    wall share >= 1%: incr 5%, lik_w 3%, exact 43%, prep 1%, sghmc 43%, cv 1%, resmp 2%, model 43%
+    model-call seconds by part: lik_w 0.11, exact 0.58, sghmc 1.06, cv 0.03
+
+    # python benchmarks/bench_early_phase.py --models gmm --time-cap 170 --csv /tmp/r_gmm.csv
+    # 2026-11-25 11:00 UTC, commit 2b0bf26, AMD EPYC, 2 CPUs
+    # torch 2.13.0+cpu (2 threads), numpy 2.4.6, skevidence 0.1.0, Python 3.11.7
+
+    ## gmm, N = 10000: fit 71.70 s wall, 63.34 s CPU
+
+    gmm: counts per phase
+    phase              to n chunks  steps  exact  sghmc skip  evals  rows M steps/chunk
+    first chunk         500      1     47     47      0    0   1975    0.99        47.0
+    warm-up to 2000    2000      3     32     32      0    0   2661    1.86        10.7
+    2000 .. 1e4       10000     16     75      0     75    0   3244    2.42         4.7
+    total             10000     20    154     79     75    0   7880    5.27         7.7
+
+    gmm: wall seconds per phase by part (legend in the docstring)
+    phase              wall    cpu  incr lik_w exact  prep sghmc    cv  prec resmp  rest model s/chk
+    first chunk       12.18   9.45  0.11  0.20 11.80  0.01  0.00  0.00  0.02  0.03  0.00  9.16 12.18
+    warm-up to 2000   19.66  16.07  0.06  0.11 19.37  0.01  0.00  0.07  0.03  0.02  0.00 17.46  6.55
+    2000 .. 1e4       39.59  37.58  0.16  0.29  0.00  0.00 38.51  0.52  0.05  0.05  0.01 37.39  2.47
+    total             71.42  63.10  0.33  0.60 31.17  0.02 38.51  0.59  0.10  0.10  0.02 64.00  3.57
+    wall share >= 1%: exact 44%, sghmc 54%, model 90%
+    model-call seconds by part: lik_w 0.56, exact 26.25, sghmc 36.60, cv 0.58
+
+    # python benchmarks/bench_early_phase.py --models logistic --n 100000 --time-cap 170 --csv /tmp/r_logistic.csv
+    # 2026-11-25 11:01 UTC, commit 2b0bf26, AMD EPYC, 2 CPUs
+    # torch 2.13.0+cpu (2 threads), numpy 2.4.6, skevidence 0.1.0, Python 3.11.7
+
+    ## logistic, N = 100000: fit 107.49 s wall, 106.11 s CPU
+
+    logistic: counts per phase
+    phase              to n chunks  steps  exact  sghmc skip  evals  rows M steps/chunk
+    first chunk         500      1     56     56      0    0   2353    1.18        56.0
+    warm-up to 1000    1000      1     18     18      0    0   1496    0.75        18.0
+    1000 .. 1e4       10000     18    118      0    118    0   5106    3.85         6.6
+    1e4 .. 1e5       100000    180    425      0    423    2  18408   14.50         2.4
+    total            100000    200    617     74    541    2  27363   20.28         3.1
+
+    logistic: wall seconds per phase by part (legend in the docstring)
+    phase              wall    cpu  incr lik_w exact  prep sghmc    cv  prec resmp  rest model s/chk
+    first chunk        4.09   4.08  0.10  0.13  3.78  0.02  0.00  0.00  0.03  0.03  0.00  3.02  4.09
+    warm-up to 1000    1.95   1.95  0.02  0.04  1.87  0.01  0.00  0.00  0.01  0.01  0.00  1.65  1.95
+    1000 .. 1e4       23.61  23.29  0.33  0.32  0.00  0.00 22.72  0.03  0.10  0.08  0.02 20.22  1.31
+    1e4 .. 1e5        76.11  75.08  0.52  1.01  0.00  0.00 73.68  0.30  0.28  0.22  0.10 65.80  0.42
+    total            105.76 104.39  0.97  1.49  5.65  0.02 96.40  0.33  0.42  0.34  0.13 90.68  0.53
+    wall share >= 1%: lik_w 1%, exact 5%, sghmc 91%, model 86%
+    model-call seconds by part: lik_w 1.41, exact 4.51, sghmc 84.45, cv 0.31
+
+Reading: after the warm-up each annealing step is one SGHMC move of
+``n_burnin = 20`` leapfrog steps, each evaluating the chunk (500 rows at
+128 particles) and a control-variate mini-batch (1000 rows at the 128
+particles and at the reference(s): 1 shared, or 128 per-particle ones for
+the mixture); a warm-up move is 40 Metropolis-adjusted steps over the
+chunk and the whole store. Model calls are 86-90% of the logistic and
+mixture fits (43% for the small linear model, whose warm-up kernel spends
+2/3 of its time in small torch ops). The increment search and reweighting,
+the weights' likelihood, the preconditioner, resampling, control-variate
+refreshes, batch copies and the loop's overhead are 1-3% for the logistic
+model and the mixture, 13% for linear regression.
+
+* logistic, first 1e5: SGHMC moves 91% (96 of 106 s; 541 moves, of which
+  423 between 1e4 and 1e5, where chunks still take 2.4 steps and only 2 of
+  180 are skipped); the exact warm-up 5%.
+* mixture, first 1e4: exact warm-up 44% (31 s; 12 s the first chunk's 47
+  steps), SGHMC 54% (39 s; 75 moves); the warm-up runs to 2000.
+* linear, first 1e4: warm-up 43%, SGHMC 43%, the rest 13%.
 """
 
 import argparse
