@@ -4,6 +4,8 @@ conftest.py pins torch to one thread for the whole suite, so these tests
 set another count outside the estimator and check both sides of the scope.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -11,9 +13,13 @@ from joblib import parallel_backend
 
 import skevidence
 from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression, EvidenceSearch
-from skevidence.inference import sgais
+from skevidence.inference import ENGINES
 from tests.conftest import CHEAP
 
+
+def replace_sgais_update(monkeypatch, update):
+    """Run ``update`` in place of SGAIS's, through the registry the estimators read."""
+    monkeypatch.setitem(ENGINES, "sgais", dataclasses.replace(ENGINES["sgais"], update=update))
 
 
 @pytest.fixture
@@ -29,13 +35,13 @@ def outside_threads():
 def threads_in_engine(monkeypatch):
     """Record torch's thread count every time the engine runs."""
     seen = []
-    update = sgais.update
+    update = ENGINES["sgais"].update
 
     def recording_update(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return update(*args, **kwargs)
 
-    monkeypatch.setattr(sgais, "update", recording_update)
+    replace_sgais_update(monkeypatch, recording_update)
     return seen
 
 
@@ -67,7 +73,7 @@ def test_config_context_sets_the_count_inside_fit(data, monkeypatch):
         seen.append(torch.get_num_threads())
         raise Stop
 
-    monkeypatch.setattr(sgais, "update", record_and_stop)
+    replace_sgais_update(monkeypatch, record_and_stop)
     with skevidence.config_context(n_threads=2):
         assert skevidence.get_config()["n_threads"] == 2
         with pytest.raises(Stop):
