@@ -52,8 +52,8 @@ REPLACE_FRACTION = 1 / 8
 # Stop when the live points can add at most this much to log Z.
 DLOGZ = 0.01
 # Leapfrog steps per trajectory of the constrained moves; a new point makes
-# n_burnin / 2 trajectories (n_trajectories). Fewer steps leave the new
-# points correlated with the survivors they were copied from, so the
+# max(n_burnin, n_params) / 2 trajectories (n_trajectories). Fewer steps
+# leave the new points correlated with the survivors they were copied from, so the
 # spread of the evidence exceeds its stated sqrt(H / n_live); 8 is where
 # the two agreed (see docs/benchmarks.rst).
 TRAJECTORY_STEPS = 8
@@ -271,7 +271,7 @@ def update(model, state, config, batch, move=None, callback=None):
     live = model.sample_prior(M, state.generator, dtype=state.theta.dtype,
                               device=state.theta.device)
     result = nested_sampling(model, data, live, state.generator,
-                             n_trajectories=n_trajectories(config),
+                             n_trajectories=n_trajectories(config, state.theta.shape[1]),
                              step_size=state.exact_step_size)
     set_posterior_particles(state, result)
     state.n_seen = batch_size_of(data)
@@ -284,9 +284,15 @@ def update(model, state, config, batch, move=None, callback=None):
     return state
 
 
-def n_trajectories(config):
-    """Constrained HMC trajectories per new live point: ``n_burnin / 2``."""
-    return max(1, config.n_burnin // 2)
+def n_trajectories(config, n_params):
+    """Constrained HMC trajectories per new live point: ``max(n_burnin, n_params) / 2``.
+
+    A new point starts as a copy of a survivor and must decorrelate from it
+    in every direction; too few trajectories for the dimension leave it
+    correlated, and the evidence then errs low beyond its stated error, so
+    the count grows with the number of parameters (see the benchmarks page).
+    """
+    return max(1, max(config.n_burnin, n_params) // 2)
 
 
 def set_posterior_particles(state, result):

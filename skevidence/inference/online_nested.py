@@ -65,8 +65,9 @@ def _condition_on_chunk(model, state, config, chunk):
             log_p, g = log_p + log_l, g + g_l
         return log_p, g
 
+    n_traj = nested.n_trajectories(config, state.theta.shape[1])
     result = nested.nested_sampling(model, chunk, state.theta, state.generator,
-                                    n_trajectories=nested.n_trajectories(config),
+                                    n_trajectories=n_traj,
                                     log_prior_and_grad=log_prior_and_grad)
     nested.set_posterior_particles(state, result)
     state.log_evidence += result.log_evidence

@@ -49,8 +49,8 @@ def _nested_head(model, state, config, head):
     M = state.theta.shape[0]
     live = model.sample_prior(M, state.generator, dtype=state.theta.dtype,
                               device=state.theta.device)
-    result = nested.nested_sampling(model, data, live, state.generator,
-                                    n_trajectories=nested.n_trajectories(config))
+    n_traj = nested.n_trajectories(config, state.theta.shape[1])
+    result = nested.nested_sampling(model, data, live, state.generator, n_trajectories=n_traj)
     nested.set_posterior_particles(state, result)
     state.log_evidence = result.log_evidence
     state.log_evidence_var = result.log_evidence_std**2
