@@ -25,12 +25,6 @@ __all__ = ["feature_coords", "import_arviz", "to_inference_data"]
 ARVIZ_INSTALL_HINT = ("to_inference_data needs ArviZ, an optional dependency of skevidence: "
                       "pip install arviz (or pip install 'skevidence[arviz]')")
 
-# Pointwise log-likelihoods are computed on row blocks whose model
-# intermediates ([particles, rows, components] at most) stay under this many
-# elements (2**22 float64: 32 MiB), whatever the number of rows.
-_BLOCK_ELEMENTS = 2**22
-
-
 def import_arviz():
     """``arviz``, or an ``ImportError`` that says how to install it."""
     try:
@@ -71,8 +65,9 @@ def _pointwise_log_likelihood(est, X, y):
     batch = est._to_batch(X, y_checked)
     batch = tuple(t.to(torch.float64) if t.is_floating_point() else t for t in batch)
     theta = est._particles_tensor()
+    # The same row blocks as the predictions: bounded memory whatever n.
     width = getattr(est._model, "n_components", None) or getattr(est._model, "n_classes", 1)
-    rows = max(1, _BLOCK_ELEMENTS // (theta.shape[0] * width))
+    rows = est._rows_per_block(width)
     n = X.shape[0]
     with torch_threads(), torch.no_grad():
         blocks = [est._model.log_likelihood(theta, tuple(t[start : start + rows] for t in batch))

@@ -245,7 +245,8 @@ SHARED_PARAMS_DOC = """\
         Advanced settings of the engine beyond the parameters above, by the
         names of the fields of
         :class:`~skevidence.inference.sgais.SGAISConfig`, whose page lists
-        every key with its default and what it does (e.g. ``{{"n_islands": 4}}`` or ``{{"precondition": "model"}}``).
+        every key with its default and what it does (e.g. ``{{"n_islands": 4}}``
+        or ``{{"precondition": "model"}}``).
         They override the estimator's own per-model engine settings; an
         unknown name, a value of the wrong type or range, or a name that
         is one of the parameters above raises ``ValueError`` at ``fit``.
@@ -497,6 +498,10 @@ class BaseEvidenceEstimator(BaseEstimator):
         _check_magnitude(X, "X", self._torch_dtype)
         _check_magnitude(y, "y", self._torch_dtype)
 
+    def _rows_per_block(self, width=1):
+        """Rows per block, keeping [n_particles, rows, width] under _PREDICT_BLOCK_ELEMENTS."""
+        return max(1, _PREDICT_BLOCK_ELEMENTS // (self.n_particles * max(width, 1)))
+
     def _predict_in_blocks(self, X, compute, width=1):
         """``compute(block)`` on row blocks of validated ``X``, concatenated.
 
@@ -507,7 +512,7 @@ class BaseEvidenceEstimator(BaseEstimator):
         ``_PREDICT_BLOCK_ELEMENTS``; results equal those of one block.
         """
         X = self._check_fitted_input(X)
-        rows = max(1, _PREDICT_BLOCK_ELEMENTS // (self.n_particles * max(width, 1)))
+        rows = self._rows_per_block(width)
         with torch_threads(), torch.no_grad():
             parts = [compute(self._as_tensor(X[start : start + rows], torch.float64))
                      for start in range(0, max(X.shape[0], 1), rows)]
