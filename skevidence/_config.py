@@ -15,8 +15,6 @@ from functools import wraps
 
 import torch
 
-from ._allocator import tune_allocator
-
 __all__ = ["config_context", "get_config", "set_config"]
 
 _ENV_VAR = "SKEVIDENCE_NUM_THREADS"
@@ -157,7 +155,6 @@ def _set_torch_threads(n):
 @contextmanager
 def torch_threads():
     """Run the block with the configured torch thread count, then restore it."""
-    tune_allocator()  # once per process: see _allocator.py
     n = get_config()["n_threads"]
     if n is None:
         yield

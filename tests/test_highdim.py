@@ -8,7 +8,8 @@ import torch
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference import moves, preconditioning, sgais
 from skevidence.inference.kernels import ledoit_wolf_shrinkage, precision_preconditioner
-from skevidence.models import LinearRegressionModel, LogisticRegressionModel, Model
+from skevidence.models import (GaussianMixtureModel, LinearRegressionModel,
+                               LogisticRegressionModel, Model)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -73,7 +74,10 @@ def test_ledoit_wolf_weight_falls_with_the_number_of_particles():
 
 def test_curvature_is_used_only_with_fewer_than_two_particles_per_parameter():
     logistic, linear = LogisticRegressionModel(24, 4), LinearRegressionModel(99)
-    for model, M, expected in [(logistic, 32, True), (logistic, 200, False), (linear, 32, False)]:
+    mixture = GaussianMixtureModel(n_components=20, n_features=2)  # no curvature: covariance
+    cases = [(logistic, 32, True), (logistic, 200, False), (linear, 32, True),
+             (linear, 256, False), (mixture, 32, False)]
+    for model, M, expected in cases:
         config = sgais.SGAISConfig(n_particles=M)
         state = sgais.init(model, config, torch.Generator().manual_seed(0))
         assert preconditioning.uses_curvature(model, state, config) is expected

@@ -129,3 +129,36 @@ def test_prepared_batch_gives_the_same_log_likelihood_and_gradient(kwargs):
     expected = Model.log_likelihood_and_grad(model, theta, (X, y))
     for a, b in zip(expected, model.log_likelihood_and_grad(theta, model.prepare_batch((X, y)))):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)
+
+
+def test_known_noise_curvature_is_the_exact_posterior_precision():
+    # Gaussian likelihood, Gaussian prior: prior precision plus Fisher
+    # information is the posterior's precision, whatever theta.
+    X, y = paper_linear_data(50, seed=4, n_features=3)
+    model = LinearRegressionModel(3, prior_std=0.5, noise_std=2.0)
+    batch = (torch.as_tensor(X), torch.as_tensor(y))
+    theta = torch.randn(model.n_params, dtype=torch.float64)
+    precision = model.prior_precision(theta) + model.fisher_information(theta, batch)
+    _, covariance = model.posterior(batch)
+    torch.testing.assert_close(precision, torch.linalg.inv(covariance))
+
+
+def test_unknown_noise_fisher_information_is_the_expected_negative_hessian():
+    # The coefficients' block is the negative Hessian of the log-likelihood
+    # (it does not depend on y); the noise's block is its expectation over
+    # y drawn from the model, n / 2.
+    X, y = paper_linear_data(30, seed=5, n_features=2)
+    model = LinearRegressionModel(2, noise_std=None, noise_prior_scale=1.5)
+    batch = (torch.as_tensor(X), torch.as_tensor(y))
+    thetas = torch.randn(3, model.n_params, dtype=torch.float64)
+    weights = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    info = model.expected_fisher_information(thetas, weights, batch)
+    c = model.n_coef
+    hessians = [torch.autograd.functional.hessian(
+        lambda t: model.log_likelihood(t[None], batch).sum(), theta) for theta in thetas]
+    expected = -sum(w * h[:c, :c] for w, h in zip(weights, hessians))
+    torch.testing.assert_close(info[:c, :c], expected)
+    assert info[c, c] == pytest.approx(0.5 * len(y))
+    assert torch.all(info[:c, c] == 0)
+    single = model.fisher_information(thetas[0], batch)
+    torch.testing.assert_close(single[:c, :c], -hessians[0][:c, :c])

@@ -247,6 +247,45 @@ class LinearRegressionModel(Model):
         g_log_var = 0.5 * (sq - n) if self.unknown_noise else None
         return log_lik, self._chain(g_beta, g_log_var)
 
+    # -- curvature (the preconditioner when particles are few for d) ---------
+
+    def fisher_information(self, theta, batch):
+        """Summed Fisher information of ``batch`` at ``theta [d]``, ``[d, d]``."""
+        return self.expected_fisher_information(theta[None], theta.new_ones(1), batch)
+
+    def expected_fisher_information(self, theta, weights, batch):
+        """``E_W[e^-t] Phi'Phi`` for the coefficients and ``n / 2`` for ``t``, ``[d, d]``.
+
+        In the sampler's units the coefficients' information is ``Phi'Phi``
+        over the noise variance ``e^t`` (1 with known noise), and that of
+        ``t = log sigma^2`` is one half per observation; the two are
+        orthogonal.
+        """
+        Phi = self._design(batch[0]).to(theta.dtype)
+        info = theta.new_zeros(self.n_params, self.n_params)
+        c = self.n_coef
+        scale = weights @ (-theta[:, c]).exp() if self.unknown_noise else 1.0
+        info[:c, :c] = scale * (Phi.T @ Phi)
+        if self.unknown_noise:
+            info[c, c] = 0.5 * Phi.shape[0]
+        return info
+
+    def prior_precision(self, theta):
+        """The diagonal blocks of the prior's negative Hessian at ``theta [d]``.
+
+        ``z | t ~ N(0, e^t prior_std^2 I)`` gives ``e^-t / prior_std^2`` for
+        the coefficients; the noise's block is ``|z|^2 e^-t / (2
+        prior_std^2) + e^-t``. The coupling between them is left out: it can
+        make the matrix indefinite far from the mode, and a preconditioner
+        only needs the scales.
+        """
+        c, g2 = self.n_coef, self.prior_std**2
+        inv = (-theta[c]).exp() if self.unknown_noise else theta.new_ones(())
+        diag = torch.cat([(inv / g2).expand(c),
+                          (0.5 * theta[:c].square().sum() * inv / g2 + inv)[None]]
+                         if self.unknown_noise else [(inv / g2).expand(c)])
+        return torch.diag(diag)
+
     # -- closed forms ---------------------------------------------------------
 
     def _conjugate_update(self, batch, weights=None):
