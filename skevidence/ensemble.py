@@ -7,7 +7,7 @@ from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import normalize_proba
+from ._validation import normalize_proba
 from ._meta import (
     _KINDS,
     EvidenceTieWarning,
