@@ -76,9 +76,8 @@ _SHARED_PARAMS_DOC = """\
     n_particles : int, default=128
         Number of weighted particles ``M``. The evidence estimator's own
         floor (weight degeneracy) falls with ``M``; 128 keeps it small
-        against the differences between models at little cost (the paper's
-        10 leave a large bias even with exact posterior draws; see
-        :doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
+        against the differences between models at little cost
+        (:doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
         says the evidence can be far off.
     max_particles : int or None, default=None
         ``None`` uses ``n_particles`` throughout. An integer (at least
@@ -87,10 +86,9 @@ _SHARED_PARAMS_DOC = """\
         needs many annealing steps, such as the first, from the prior)
         resamples its particles to twice as many, up to ``max_particles``,
         and back to ``n_particles`` before its last move;
-        ``evidence_trace_["n_particles"]`` shows the count per chunk.
-        The default is ``None`` because, for the same CPU time, a larger
-        fixed ``n_particles`` reduced the variance of ``log_evidence_``
-        more than growth did (see :doc:`/benchmarks`).
+        ``evidence_trace_["n_particles"]`` shows the count per chunk. Off
+        by default: for the same CPU time a larger fixed ``n_particles``
+        does better (:doc:`/benchmarks`).
     batch_size : int, default=500
         Size of the chunks the data are added in (the paper's 500). Chunks
         end at every multiple of ``batch_size`` in the stream and at the end
@@ -105,8 +103,7 @@ _SHARED_PARAMS_DOC = """\
         is dimensionless and shrinks with the posterior as data arrive;
         otherwise it is ``learning_rate / n`` after ``n`` observations (the
         paper's ``eta = 0.1 / N`` with ``N`` replaced by the count seen so
-        far, which a stream knows). Each estimator's default was chosen by
-        measurement (see :ref:`settings` and :doc:`/benchmarks`).
+        far, which a stream knows). :ref:`settings` explains the defaults.
     momentum_decay : float, default=0.2
         Friction ``alpha`` of SGHMC: the fraction of the momentum removed
         at every step (the paper's 0.2).

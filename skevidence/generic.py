@@ -21,6 +21,7 @@ __all__ = ["EvidenceModel", "EvidenceResult", "check_model", "log_evidence"]
 # Particles used by check_model's trial evaluation.
 _N_TRIAL = 3
 
+
 def _fail(model, what):
     raise ValueError(f"{type(model).__name__} does not meet the Model contract: {what} "
                      "(see skevidence.models.Model)")

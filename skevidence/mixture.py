@@ -111,11 +111,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     models (``engine_options`` overrides them): one control-variate
     reference per particle and a per-particle diagonal preconditioner from the model's
     Fisher information. The warm-up up to 2000 observations (the linear
-    models: 1000) is Metropolis-adjusted: the posterior of a mixture stays
-    far from Gaussian for longer, and unadjusted moves on those first
-    observations biased the evidence against an importance-sampling
-    reference (:ref:`settings` and :doc:`/benchmarks` have the
-    measurements).
+    models: 1000) is Metropolis-adjusted, since the posterior of a mixture
+    stays far from Gaussian for longer (:ref:`settings`).
 
     References
     ----------
