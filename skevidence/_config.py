@@ -8,12 +8,14 @@ with a scoped torch thread count (one by default) and restores the
 previous count when it returns.
 """
 
+import numbers
 import os
 import threading
 from contextlib import contextmanager
 from functools import wraps
 
 import torch
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 
 __all__ = ["config_context", "get_config", "set_config"]
 
@@ -26,11 +28,20 @@ _config = {"n_threads": _UNSET}
 _config_lock = threading.Lock()
 
 
+class _Count(Interval):
+    """An ``Interval`` of integers that refuses booleans (``True`` is no thread count)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool) and super().is_satisfied_by(val)
+
+
+# Validated as the estimators' parameters are (InvalidParameterError, a ValueError).
+_CONSTRAINTS = {"n_threads": [_Count(numbers.Integral, 1, None, closed="left"), None]}
+
+
 def _check_n_threads(n_threads):
-    ok = n_threads is None or (isinstance(n_threads, int) and not isinstance(n_threads, bool)
-                               and n_threads >= 1)
-    if not ok:
-        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+    validate_parameter_constraints(_CONSTRAINTS, {"n_threads": n_threads},
+                                   caller_name="set_config")
     return n_threads
 
 

@@ -12,18 +12,14 @@ import numpy as np
 import torch
 from sklearn.utils.validation import validate_data
 
-from ._base import SHARED_PARAMS_DOC, TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator
+from ._base import BaseEvidenceEstimator
+from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
 from .models.base import Model
 
 __all__ = ["EvidenceModel", "EvidenceResult", "check_model", "log_evidence"]
 
 # Particles used by check_model's trial evaluation.
 _N_TRIAL = 3
-
-_USER_WARMUP_DOC = """While
-        fewer than 1000 observations have been seen the moves are instead
-        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps on the
-        exact tempered posterior."""
 
 
 def _fail(model, what):
@@ -117,7 +113,7 @@ class EvidenceModel(BaseEvidenceEstimator):
         The probabilistic model; see :doc:`/user_guide/custom_models`.
         It is checked (shapes, dtypes, finiteness at prior draws) before
         any state changes.
-{SHARED_PARAMS_DOC.format(learning_rate=0.1, warmup=_USER_WARMUP_DOC)}
+{shared_params_doc(learning_rate=0.1, warmup=warmup_doc(why=False))}
 
     Attributes
     ----------
@@ -184,41 +180,20 @@ class EvidenceModel(BaseEvidenceEstimator):
     }
 
     def __init__(
-        self,
-        model,
-        *,
-        n_particles=128,
-        max_particles=None,
-        batch_size=500,
-        n_burnin=20,
-        learning_rate=0.1,
-        momentum_decay=0.2,
-        target_ess=0.9,
-        resample_threshold=0.5,
-        reservoir_size=None,
-        device="cpu",
-        dtype="float64",
-        random_state=None,
-        verbose=0,
-        engine_options=None,
-        method="sgais",
+        self, model, *,
+        n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
+        learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
+        reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
+        engine_options=None, method="sgais",
     ):
+        super().__init__(
+            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
+            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
+            target_ess=target_ess, resample_threshold=resample_threshold,
+            reservoir_size=reservoir_size, device=device, dtype=dtype,
+            random_state=random_state, verbose=verbose, engine_options=engine_options,
+            method=method)
         self.model = model
-        self.n_particles = n_particles
-        self.max_particles = max_particles
-        self.batch_size = batch_size
-        self.n_burnin = n_burnin
-        self.learning_rate = learning_rate
-        self.momentum_decay = momentum_decay
-        self.target_ess = target_ess
-        self.resample_threshold = resample_threshold
-        self.reservoir_size = reservoir_size
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
-        self.engine_options = engine_options
-        self.method = method
 
     # -- validation and the model ----------------------------------------------------
 
@@ -251,45 +226,6 @@ class EvidenceModel(BaseEvidenceEstimator):
 
     def _takes_y(self):
         return self._y_ndim is not None
-
-    # -- fitting -----------------------------------------------------------------------
-
-    def fit(self, X, y=None):
-        """Fit the posterior and the evidence on ``X`` (and ``y``), starting over.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Observations (inputs), in the order they are conditioned on.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
-            Targets, passed to the model as the second tensor of the batch.
-
-        Returns
-        -------
-        self : EvidenceModel
-            The fitted estimator.
-        """
-        return self._fit(X, y, reset=True)
-
-    def partial_fit(self, X, y=None):
-        """Condition the current posterior and evidence on one more batch.
-
-        The first call starts from the prior. A failed call leaves the
-        estimator as it was.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Observations of the new batch.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
-            Their targets (given on every call or on none).
-
-        Returns
-        -------
-        self : EvidenceModel
-            The updated estimator.
-        """
-        return self._fit(X, y, reset=not hasattr(self, "log_evidence_"))
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (EXACT_WARMUP_DOC, FINITE, POSITIVE_FINITE, SHARED_PARAMS_DOC,
-                    TRUST_ATTRIBUTES_DOC, BaseEvidenceEstimator, normalize_proba)
 from ._arviz import feature_coords
+from ._base import BaseEvidenceEstimator
+from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from ._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from .models import GaussianMixtureModel
 
 __all__ = ["EvidenceGMM"]
@@ -66,7 +67,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         mean in the first batch.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
-{SHARED_PARAMS_DOC.format(learning_rate=0.007, warmup=EXACT_WARMUP_DOC.replace("1000", "2000"))}
+{shared_params_doc(learning_rate=0.007, warmup=warmup_doc(2000))}
 
     Attributes
     ----------
@@ -110,11 +111,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     models (``engine_options`` overrides them): one control-variate
     reference per particle and a per-particle diagonal preconditioner from the model's
     Fisher information. The warm-up up to 2000 observations (the linear
-    models: 1000) is Metropolis-adjusted: the posterior of a mixture stays
-    far from Gaussian for longer, and unadjusted moves on those first
-    observations biased the evidence against an importance-sampling
-    reference (:ref:`settings` and :doc:`/benchmarks` have the
-    measurements).
+    models: 1000) is Metropolis-adjusted, since the posterior of a mixture
+    stays far from Gaussian for longer (:ref:`settings`).
 
     References
     ----------
@@ -140,12 +138,10 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     (5, 2)
     """
 
-    # warmup_size=2000: the mixture's posterior is far from Gaussian for
-    # longer than a linear model's, and SGHMC chunks started at 1000
-    # observations biased the evidence low (see docs/benchmarks.rst).
-    # warmup_dtype stays double: single precision is cheaper, but on long
-    # streams its rounding can let the cloud miss a light component, which
-    # no later move recovers (see docs/benchmarks.rst).
+    # A mixture's posterior stays far from Gaussian for longer than a linear
+    # model's, hence the longer exact warm-up; it stays in double precision
+    # because single precision's rounding can make the cloud lose a light
+    # component on long streams.
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
                         "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
 
@@ -160,56 +156,31 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     }
 
     def __init__(
-        self,
-        *,
-        n_components=5,
-        weight_concentration=1.0,
-        variance_shape=1.0,
-        variance_scale=None,
-        mean_prior=None,
-        mean_variance_factor=4.0,
-        n_particles=128,
-        max_particles=None,
-        batch_size=500,
-        n_burnin=20,
-        learning_rate=0.007,
-        momentum_decay=0.2,
-        target_ess=0.9,
-        resample_threshold=0.5,
-        reservoir_size=None,
-        device="cpu",
-        dtype="float64",
-        random_state=None,
-        verbose=0,
-        engine_options=None,
-        method="sgais",
+        self, *, n_components=5, weight_concentration=1.0, variance_shape=1.0, variance_scale=None,
+        mean_prior=None, mean_variance_factor=4.0,
+        n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
+        learning_rate=0.007, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
+        reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
+        engine_options=None, method="sgais",
     ):
+        super().__init__(
+            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
+            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
+            target_ess=target_ess, resample_threshold=resample_threshold,
+            reservoir_size=reservoir_size, device=device, dtype=dtype,
+            random_state=random_state, verbose=verbose, engine_options=engine_options,
+            method=method)
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape
         self.variance_scale = variance_scale
         self.mean_prior = mean_prior
         self.mean_variance_factor = mean_variance_factor
-        self.n_particles = n_particles
-        self.max_particles = max_particles
-        self.batch_size = batch_size
-        self.n_burnin = n_burnin
-        self.learning_rate = learning_rate
-        self.momentum_decay = momentum_decay
-        self.target_ess = target_ess
-        self.resample_threshold = resample_threshold
-        self.reservoir_size = reservoir_size
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
-        self.engine_options = engine_options
-        self.method = method
 
     # -- validation and the model ----------------------------------------------------
 
-    def _make_model(self, X, y=None):
-        mean_prior, variance_scale = self._prior_location(X)
+    def _make_model(self, X, y=None, priors=None):
+        mean_prior, variance_scale = self._prior_location(X) if priors is None else priors
         return GaussianMixtureModel(
             X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
             variance_scale, mean_prior, self.mean_variance_factor,
@@ -236,44 +207,6 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     def _to_batch(self, X, y):
         return (self._as_tensor(X),)
-
-    # -- fitting -----------------------------------------------------------------------
-
-    def fit(self, X, y=None):
-        """Fit the posterior and the evidence on ``X``, starting over.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Observations, in the order they are conditioned on.
-        y : None
-            Ignored; present for API consistency.
-
-        Returns
-        -------
-        self : EvidenceGMM
-            The fitted estimator.
-        """
-        return self._fit(X, None, reset=True)
-
-    def partial_fit(self, X, y=None):
-        """Condition the current posterior and evidence on one more batch.
-
-        The first call starts from the prior.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Observations of the new batch.
-        y : None
-            Ignored; present for API consistency.
-
-        Returns
-        -------
-        self : EvidenceGMM
-            The updated estimator.
-        """
-        return self._fit(X, None, reset=not hasattr(self, "_state"))
 
     def _set_fitted_attributes(self):
         super()._set_fitted_attributes()
@@ -449,8 +382,5 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
             mean_prior = self.mean_prior_ if self.mean_prior is None else mean_prior
             variance_scale = self.variance_scale_ if self.variance_scale is None \
                 else variance_scale
-        model = GaussianMixtureModel(
-            X.shape[1], self.n_components, self.weight_concentration, self.variance_shape,
-            variance_scale, mean_prior, self.mean_variance_factor,
-        )
+        model = self._make_model(X, priors=(mean_prior, variance_scale))
         return model.exact_log_evidence((torch.as_tensor(X),))

@@ -14,7 +14,8 @@ from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-import skevidence._base as base
+import skevidence._posterior as posterior
+import skevidence._validation as validation
 from skevidence import (BayesianModelAverager, EvidenceGMM, EvidenceLinearRegression,
                         EvidenceLogisticRegression)
 from skevidence.inference import kernels, sgais
@@ -172,7 +173,7 @@ def test_logistic_warns_on_unscaled_features_only(wine):
 
 def test_normalize_proba_removes_rounding_above_one():
     raw = np.array([[1.0000000000000004, 1e-300], [0.3, 0.7000000000000002], [0.0, 1.0]])
-    proba = base.normalize_proba(raw)
+    proba = validation.normalize_proba(raw)
     assert proba.max() <= 1.0 and proba.min() >= 0.0
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=2e-16)
 
@@ -227,7 +228,7 @@ def test_blocked_predictions_equal_one_block(wine, monkeypatch):
     }
     whole = {name: f() for name, f in outputs.items()}
     # 16 particles x 3 classes: blocks of 5 rows, the last one shorter
-    monkeypatch.setattr(base, "_PREDICT_BLOCK_ELEMENTS", 16 * 3 * 5)
+    monkeypatch.setattr(posterior, "_PREDICT_BLOCK_ELEMENTS", 16 * 3 * 5)
     for name, f in outputs.items():
         # rowwise arithmetic: blocks change nothing but the matrix kernels'
         # summation order (relative differences of a few ulps)

@@ -1,0 +1,194 @@
+"""Docstring paragraphs shared by the estimators, as named pieces.
+
+A class docstring takes them through :func:`fill`, which fails at import
+when a template lacks one of the pieces it is given (``str.format`` and
+``str.replace`` would silently leave the text unchanged).
+"""
+
+import string
+
+__all__ = ["TRUST_ATTRIBUTES_DOC", "fill", "shared_params_doc", "warmup_doc"]
+
+
+def fill(template, **pieces):
+    """``template`` with every ``{name}`` replaced by ``pieces[name]``, all of them used."""
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    if fields != set(pieces):
+        raise ValueError(f"docstring template has fields {sorted(fields)}, "
+                         f"given {sorted(pieces)}")
+    return template.format(**pieces)
+
+
+_WARMUP_DOC = """While
+        fewer than {size} observations have been seen the moves are instead
+        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps{precision}
+        on the exact tempered posterior{why}."""
+
+_WARMUP_WHY = """ (cheap while the data are few):
+        small data sets give the least Gaussian posteriors (separable
+        classes, uncentred features), where unadjusted steps can diverge"""
+
+
+def warmup_doc(size=1000, *, single_precision=False, why=True):
+    """The ``{warmup}`` piece of the ``n_burnin`` paragraph: how the first
+    ``size`` observations are absorbed."""
+    return fill(_WARMUP_DOC, size=size,
+                precision=" in single precision" if single_precision else "",
+                why=_WARMUP_WHY if why else "")
+
+
+# The fitted attributes that say how far to trust the estimate.
+TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
+        Estimated Monte Carlo standard deviation of ``log_evidence_`` from
+        this one run: the variances of the weight segments between
+        resamplings, ``1 / ESS - 1 / n_particles`` each, summed (exact for
+        particles that are independent posterior draws when a segment
+        starts). It does not capture the sampler's bias: particles that
+        lag the posterior (see ``diagnostics_``) or miss a mode give an
+        error beyond it. Its calibration against exact evidences is on
+        :doc:`the benchmarks page </benchmarks>`.
+    evidence_trace_ : dict of ndarray
+        One entry per chunk: ``n_seen``, ``log_evidence``,
+        ``n_annealing_steps``, ``ess`` (of the weights after the chunk),
+        ``log_evidence_std``, ``n_particles`` (the most used during the
+        chunk), ``n_resamplings``, ``n_diverged``,
+        ``max_diverged_fraction``, ``n_adjusted_moves`` and
+        ``acceptance`` (their mean acceptance; NaN when there were none).
+    diagnostics_ : dict
+        Health of the last ``fit`` / ``partial_fit``: ``n_diverged``,
+        ``max_diverged_fraction`` (largest share of particles lost in one
+        move), ``n_resamplings``, ``n_annealing_steps`` (per chunk),
+        ``adjusted_acceptance`` (mean acceptance of the Metropolis-adjusted
+        warm-up moves), ``ess``, ``log_evidence_std``, ``posterior_gap``
+        (the particles' mean log posterior below what a short L-BFGS run
+        from the best particle reaches; about ``n_params / 2`` at the
+        posterior) with its ``posterior_gap_threshold`` and
+        ``posterior_gap_n_seen`` (the check reruns when the data seen have
+        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
+        issued with the entries of ``warnings`` that say most particles
+        diverged in one move, the ESS collapsed, or the gap exceeds its
+        threshold; a chunk that needed more annealing steps than the
+        ``annealing_steps_warning`` entry of ``engine_options`` (250 by
+        default) is listed there too, but warned about by
+        :class:`~skevidence.exceptions.AnnealingWarning`."""
+
+_SHARED_PARAMS_DOC = """\
+    n_particles : int, default=128
+        Number of weighted particles ``M``. The evidence estimator's own
+        floor (weight degeneracy) falls with ``M``; 128 keeps it small
+        against the differences between models at little cost
+        (:doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
+        says the evidence can be far off.
+    max_particles : int or None, default=None
+        ``None`` uses ``n_particles`` throughout. An integer (at least
+        ``n_particles``) turns on Adaptive Resample-Move: a chunk whose
+        share of the variance of ``log_evidence_`` grows large (one that
+        needs many annealing steps, such as the first, from the prior)
+        resamples its particles to twice as many, up to ``max_particles``,
+        and back to ``n_particles`` before its last move;
+        ``evidence_trace_["n_particles"]`` shows the count per chunk. Off
+        by default: for the same CPU time a larger fixed ``n_particles``
+        does better (:doc:`/benchmarks`).
+    batch_size : int, default=500
+        Size of the chunks the data are added in (the paper's 500). Chunks
+        end at every multiple of ``batch_size`` in the stream and at the end
+        of every ``fit`` / ``partial_fit`` call, so calls that end on such
+        multiples give the numbers of one ``fit``. The mini-batches of past
+        data have their own size (``minibatch_size`` of ``engine_options``).
+    n_burnin : int, default=20
+        SGHMC steps after every annealing step (the paper's 20). {warmup}
+    learning_rate : float, default={learning_rate}
+        SGHMC step size. With ``precondition='covariance'`` (the default)
+        the step is ``learning_rate`` times the particles' covariance, so it
+        is dimensionless and shrinks with the posterior as data arrive;
+        otherwise it is ``learning_rate / n`` after ``n`` observations (the
+        paper's ``eta = 0.1 / N`` with ``N`` replaced by the count seen so
+        far, which a stream knows). :ref:`settings` explains the defaults.
+    momentum_decay : float, default=0.2
+        Friction ``alpha`` of SGHMC: the fraction of the momentum removed
+        at every step (the paper's 0.2).
+    target_ess : float, default=0.9
+        Target of the adaptive annealing, as a fraction of ``n_particles``:
+        each temperature increment is the largest whose conditional ESS
+        stays above ``target_ess * n_particles``. The paper's 5 of 10
+        particles (0.5) gives fewer annealing steps and a larger error.
+    resample_threshold : float, default=0.5
+        Resample (systematic) when the ESS of the weights falls below
+        ``resample_threshold * n_particles``; ``0`` never resamples (the
+        paper's setting, biased low by weight degeneracy).
+    reservoir_size : int or None, default=None
+        ``None`` keeps every observation for the mini-batches; an integer
+        keeps a uniform random sample of that size of the stream
+        (reservoir sampling), so memory stays bounded. It must be at least
+        ``batch_size`` and the exact warm-up's length (1000 observations;
+        2000 for ``EvidenceGMM``): a smaller store biases the evidence.
+    device : str, default="cpu"
+        Torch device of the particles and data, e.g. ``"cuda"`` (which
+        needs a CUDA build of torch; ``fit`` checks that it is available).
+    dtype : {{"float64", "float32"}} or numpy / torch dtype, default="float64"
+        Floating-point precision of the computation (``np.float32`` and
+        ``torch.float32`` work too). ``float64`` is exact enough for a
+        million observations; ``float32`` is faster on GPUs. Inputs larger
+        than ``finfo(dtype).max ** 0.25`` in magnitude (about 1e77 in
+        float64, 4e9 in float32) are rejected: products in the engine would
+        overflow.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the engine's private ``torch.Generator``; the same value gives
+        the same numbers. The global torch seed is never used.
+    verbose : int, default=0
+        ``1`` shows a progress bar (tqdm, on stderr) over the observations
+        of the current call, advanced at every annealing step and showing
+        the temperature ``lam`` reached in the current chunk, the
+        observations seen and the log evidence; its count and elapsed time
+        continue across ``partial_fit`` calls. ``0`` prints nothing.
+    engine_options : dict or None, default=None
+        Advanced settings of the engine beyond the parameters above, by the
+        names of the fields of
+        :class:`~skevidence.inference.sgais.SGAISConfig`, whose page lists
+        every key with its default and what it does (e.g. ``{{"n_islands": 4}}``
+        or ``{{"precondition": "model"}}``).
+        They override the estimator's own per-model engine settings; an
+        unknown name, a value of the wrong type or range, or a name that
+        is one of the parameters above raises ``ValueError`` at ``fit``.
+    method : {{"sgais", "ais", "smc", "nested", "sequential", "sequential-nested", \
+"online-nested"}}, default="sgais"
+        The evidence estimator: SGAIS or one of the baselines of Cameron
+        (2020), on the same model, data and fitted attributes (modules in
+        ``skevidence/inference/``; ``n_particles`` particles or live points,
+        ``n_burnin`` moves):
+
+        * ``"sgais"``: stochastic gradient annealed importance sampling;
+          online, at a cost per chunk that does not grow with the data seen;
+        * ``"ais"``: annealed importance sampling (thesis Alg. 6) from the
+          prior on all data, Metropolis-adjusted HMC moves, the same
+          adaptive schedule and resampling (``target_ess``,
+          ``resample_threshold``);
+        * ``"smc"``: sequential importance resampling over chunks of
+          ``batch_size`` (IBIS, Alg. 7), tempered within a chunk, with
+          adjusted moves on all data seen; online, quadratic cost;
+        * ``"nested"``: nested sampling (Alg. 5) with ``n_particles`` live
+          points and constrained HMC that reflects off the likelihood
+          contour; ``log_evidence_std_`` is ``sqrt(H / n_live)`` and the
+          particles are its posterior samples, resampled;
+        * ``"sequential"``: the sequential SG-MCMC estimator (section 4.1):
+          one predictive estimate per chunk (chunks growing from one
+          observation to ``batch_size``) from SGHMC particles, no
+          reweighting; biased by design (it can fail where particles lag
+          the posterior, e.g. linear regression with unknown noise);
+        * ``"sequential-nested"``: the same after nested sampling on the
+          first ``batch_size`` observations (the thesis's hybrid);
+        * ``"online-nested"``: Bayesian updating with nested sampling
+          (section 4.3), one run per chunk with the posterior so far as its
+          prior (exact moves: quadratic cost).
+
+        ``"ais"`` and ``"nested"`` are not online: ``partial_fit`` keeps the
+        data and reruns them from the prior on all data seen (with a
+        warning the first time). Every method but ``"sgais"`` and
+        ``"sequential"`` keeps all observations (``reservoir_size`` must be
+        None), and the adjusted moves adapt their own step size
+        (``learning_rate`` is for SGHMC only)."""
+
+
+def shared_params_doc(*, learning_rate, warmup):
+    """The Parameters paragraphs every estimator shares, with its defaults."""
+    return fill(_SHARED_PARAMS_DOC, learning_rate=learning_rate, warmup=warmup)

@@ -1,0 +1,121 @@
+"""How far to trust a fit: the ``diagnostics_`` of the estimators and their warning.
+
+After every ``fit`` / ``partial_fit`` the estimator reads the engine's
+state (divergences, ESS, resamplings), runs the posterior-gap check
+(``inference/posterior_gap.py``) and issues one ``ConvergenceWarning``
+listing the reasons not to trust the evidence.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from .inference import posterior_gap, sgais
+
+__all__ = ["TrustDiagnosticsMixin"]
+
+# Final ESS below this fraction of the particles: the islands' weights (or
+# one island's) have degenerated.
+ESS_COLLAPSE = 0.05
+
+
+class TrustDiagnosticsMixin:
+    """``diagnostics_`` and the untrustworthy-run warning, for BaseEvidenceEstimator."""
+
+    def _posterior_gap(self):
+        """The posterior-gap check (see inference/posterior_gap.py), rerun only
+        when the data seen have doubled since the last one, so that a
+        stream fed in many small ``partial_fit`` calls pays for it about
+        twice in all."""
+        state = self._state
+        last = getattr(self, "_gap_checked", None)
+        if last is not None and state.n_seen < 2 * last[0]:
+            return last[1]
+        W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+        gap = posterior_gap.posterior_gap(self._model, state.theta, W,
+                                          state.reservoir.data(), state.n_seen)
+        self._gap_checked = (state.n_seen, gap)
+        return gap
+
+    def _diagnostics(self):
+        state = self._state
+        M, d = state.theta.shape
+        steps = self.evidence_trace_["n_annealing_steps"]
+        gap, optimum, mean_log_p = self._posterior_gap()
+        return {
+            "n_diverged": int(state.n_diverged),
+            "max_diverged_fraction": float(state.max_diverged_fraction),
+            "n_resamplings": int(state.n_resamplings),
+            "n_annealing_steps": steps.copy(),
+            "adjusted_acceptance": (state.acceptance_sum / state.n_adjusted_moves
+                                    if state.n_adjusted_moves else math.nan),
+            "ess": float(sgais.ess(state.log_W)),
+            "n_islands": int(state.island_starts.shape[0]),
+            "log_evidence_std": self.log_evidence_std_,
+            "posterior_gap": float(gap),
+            "posterior_gap_n_seen": int(self._gap_checked[0]),
+            "posterior_gap_threshold": float(posterior_gap.gap_threshold(
+                d, state.n_seen / max(state.reservoir.size, 1))),
+            "log_posterior_optimum": float(optimum),
+            "mean_log_posterior": float(mean_log_p),
+        }
+
+    def _untrustworthy_reasons(self, diag):
+        M = self._state.theta.shape[0]
+        reasons = []
+        if diag["max_diverged_fraction"] > 0.5:
+            reasons.append(f"{diag['max_diverged_fraction']:.0%} of the particles diverged in one "
+                           "move (reduce learning_rate)")
+        if diag["ess"] < max(2.0, ESS_COLLAPSE * M):
+            reasons.append(f"the effective sample size collapsed to {diag['ess']:.1f} of {M} "
+                           "particles (increase n_particles)")
+        if self._engine.trace_ess_is_predictive:
+            # Below two, one particle carried the chunk: its delta-method
+            # variance no longer bounds the error, which can then be far
+            # larger than the reported std (e.g. after a shift in the stream).
+            worst = float(self.evidence_trace_["ess"].min())
+            if worst < 2.0:
+                reasons.append(f"a chunk's predictive estimate rested on an ESS of {worst:.1f} "
+                               f"of {M} particles (a shift in the data, or particles that "
+                               "lag the posterior; try method='sgais')")
+        gap = diag["posterior_gap"]
+        if not math.isfinite(gap) or gap > diag["posterior_gap_threshold"]:
+            reasons.append(
+                f"the particles' mean log posterior is {gap:.4g} nats below what a short "
+                f"optimisation from the best particle reaches (expected about "
+                f"{self._state.theta.shape[1] / 2:.4g}): the particles have not reached the "
+                "posterior (try a smaller learning_rate, more n_burnin or n_particles)")
+        return reasons
+
+    def _long_chunk_record(self):
+        """The engine's AnnealingWarning for the longest chunk so far, as a list of 0 or 1."""
+        threshold = self._config.annealing_steps_warning
+        if not self._engine.anneals_online or threshold is None:
+            return []
+        steps = self.evidence_trace_["n_annealing_steps"]
+        n_seen = self.evidence_trace_["n_seen"]
+        k = steps.shape[0] - 1 - int(np.argmax(steps[::-1]))  # the last, as the engine picks
+        if steps[k] <= threshold:
+            return []
+        n_before = int(n_seen[k - 1]) if k else 0
+        return [sgais.long_chunk_message(int(steps[k]), n_before, int(n_seen[k]) - n_before,
+                                         threshold)]
+
+    def _warn_if_untrustworthy(self):
+        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy.
+
+        A long chunk is warned about once, by the engine's AnnealingWarning;
+        it is only recorded here so that ``diagnostics_["warnings"]`` lists it.
+        """
+        diag = self._diagnostics()
+        reasons = self._untrustworthy_reasons(diag)
+        diag["warnings"] = reasons + self._long_chunk_record()
+        self.diagnostics_ = diag
+        if reasons:
+            warnings.warn(
+                f"{type(self).__name__}: the evidence estimate is not trustworthy: "
+                + "; ".join(reasons) + ". See diagnostics_.",
+                ConvergenceWarning, stacklevel=4)
