@@ -69,7 +69,7 @@ def test_unbounded_store_keeps_everything_in_order_with_amortised_growth():
     grown, start = 0, 0
     for n in sizes:
         before = store.buffers[0] if store.buffers else None
-        store.append(_column(np.arange(start, start + n)), g)
+        store = store.append(_column(np.arange(start, start + n)), g)
         grown += before is not None and store.buffers[0] is not before
         start += n
     data = store.data()[0][:, 0].numpy()
@@ -90,7 +90,7 @@ def test_bounded_reservoir_is_a_uniform_sample_of_the_stream():
     for _ in range(R):
         store = Reservoir(capacity=k)
         for lo, hi in [(0, 5), (5, 50), (50, 51), (51, 130), (130, 200)]:
-            store.append(_column(np.arange(lo, hi)), g)
+            store = store.append(_column(np.arange(lo, hi)), g)
         kept = store.data()[0][:, 0].numpy().astype(int)
         assert len(kept) == k and len(set(kept)) == k
         counts[kept] += 1
