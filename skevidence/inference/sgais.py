@@ -69,12 +69,12 @@ def update(model, state, config, batch, move=None, callback=None):
     """The state conditioned on ``batch``, in the chunks of :func:`chunk_ends`.
 
     Returns a new state; ``state`` is left as it was, also when a chunk
-    fails (see :func:`successor`). ``move(model, state, config, chunk, lam)`` returns a :class:`MoveResult`
-    (or the moved particles alone) and leaves ``state`` as it was; the
-    default is :func:`sghmc_move`. ``callback(state, lam, n_pending)`` runs
-    after every annealing step (``lam`` reached, ``n_pending`` the size of
-    the chunk not yet counted in ``state.n_seen``) and after each chunk
-    (``lam = 1``, ``n_pending = 0``).
+    fails (see :func:`successor`). ``move(model, state, config, chunk,
+    lam)`` returns a :class:`MoveResult` (or the moved particles alone) and
+    leaves ``state`` as it was; the default is :func:`sghmc_move`.
+    ``callback(state, lam, n_pending)`` runs after every annealing step
+    (``lam`` reached, ``n_pending`` the size of the chunk not yet counted
+    in ``state.n_seen``) and after each chunk (``lam = 1``, none pending).
     """
     state = successor(state)
     steps = [0]  # annealing steps of the current chunk
@@ -83,7 +83,7 @@ def update(model, state, config, batch, move=None, callback=None):
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config):
         chunk = tuple(t[start:end] for t in batch)
         steps[0] = 0
-        _condition_on_chunk(model, state, config, chunk, move)
+        state.trace.append(_condition_on_chunk(model, state, config, chunk, move))
         longest = max(longest, (steps[0], state.n_seen - (end - start), end - start))
         start = end
         if callback is not None:
@@ -135,8 +135,8 @@ def _counting(move, steps, callback):
 def _condition_on_chunk(model, state, config, chunk, move):
     """Anneal the particles from the posterior without ``chunk`` to the one with it.
 
-    Edits ``state``, the update's own copy, and appends the chunk's
-    :class:`ChunkInfo` to its trace.
+    Edits ``state``, the update's own copy, and returns the chunk's
+    :class:`ChunkInfo`.
     """
     _maybe_refresh_reference(model, state, config)
     lam, tally = 0.0, ChunkTally(n_particles=state.theta.shape[0])
@@ -172,7 +172,7 @@ def _condition_on_chunk(model, state, config, chunk, move):
     if state.cv is not None:
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
-    state.trace.append(_chunk_info(state, tally))
+    return _chunk_info(state, tally)
 
 
 def _skips_move(state, config, tally, lam, resampled):
