@@ -78,6 +78,23 @@ def test_unbounded_store_keeps_everything_in_order_with_amortised_growth():
     assert grown <= int(np.ceil(np.log2(start))) and store.buffers[0].shape[0] < 2 * start
 
 
+@pytest.mark.parametrize("capacity", [None, 30])
+def test_append_returns_a_new_store_and_leaves_the_old_one_as_it_was(capacity):
+    g = torch.Generator().manual_seed(0)
+    old = Reservoir(capacity=capacity).append(_column(np.arange(20)), g)
+    kept = old.data()[0].clone()
+    one = old.append(_column(np.arange(100, 140)), g)
+    other = old.append(_column(np.arange(200, 240)), g)  # a second branch from the same store
+    assert (old.size, old.n_seen) == (20, 20) and torch.equal(old.data()[0], kept)
+    assert one.n_seen == other.n_seen == 60
+    if capacity is None:
+        np.testing.assert_array_equal(one.data()[0][20:, 0], np.arange(100, 140))
+        np.testing.assert_array_equal(other.data()[0][20:, 0], np.arange(200, 240))
+    else:
+        assert set(one.data()[0][:, 0].tolist()) <= set(range(20)) | set(range(100, 140))
+        assert set(other.data()[0][:, 0].tolist()) <= set(range(20)) | set(range(200, 240))
+
+
 def test_bounded_reservoir_is_a_uniform_sample_of_the_stream():
     # Each of the n stream items must be in the size-k reservoir with
     # probability k / n, whatever the chunking. Over R = 2000 independent
