@@ -82,5 +82,4 @@ def _restarted_from_prior(model, state):
                    log_evidence_var=0.0, reservoir=Reservoir(capacity=None))
 
 
-ENGINE = Engine("ais", init, update,
-                keeps_every_observation=True, refits_from_prior=True)
+ENGINE = Engine("ais", init, update, keeps_every_observation=True, refits_from_prior=True)

@@ -242,7 +242,7 @@ def _move_in_whitened(reference, start, log_l_min, log_prior_and_grad, log_lik_a
     return to_theta(z), log_l, acc
 
 
-# -- the engine's two functions -------------------------------------------------
+# -- the engine's two functions --------------------------------------------------
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
@@ -307,5 +307,4 @@ def set_posterior_particles(state, result):
     state.log_W = np.full(M, -math.log(M))
 
 
-ENGINE = Engine("nested", init, update,
-                keeps_every_observation=True, refits_from_prior=True)
+ENGINE = Engine("nested", init, update, keeps_every_observation=True, refits_from_prior=True)

@@ -42,5 +42,4 @@ def update(model, state, config, batch, move=None, callback=None):
                         move=sgais.exact_move if move is None else move, callback=callback)
 
 
-ENGINE = Engine("smc", init, update,
-                keeps_every_observation=True, anneals_online=True)
+ENGINE = Engine("smc", init, update, keeps_every_observation=True, anneals_online=True)
