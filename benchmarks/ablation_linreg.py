@@ -57,7 +57,7 @@ def evidence_error(X, y, settings, exact_draws, seed):
     state = sgais.init(model, config, torch.Generator().manual_seed(seed))
     batch = (torch.as_tensor(X), torch.as_tensor(y))
     start = time.perf_counter()
-    sgais.update(model, state, config, batch, move=exact_move if exact_draws else None)
+    state = sgais.update(model, state, config, batch, move=exact_move if exact_draws else None)
     return state.log_evidence - model.exact_log_evidence(batch), time.perf_counter() - start
 
 

@@ -281,12 +281,12 @@ def per_chunk(profile, condition, time_cap):
     def conditioned(model, state, config, chunk, move):
         profile.reset_chunk()
         n_before, wall, cpu = state.n_seen, time.perf_counter(), time.process_time()
-        condition(model, state, config, chunk, move)
+        info = condition(model, state, config, chunk, move)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         c = profile.counts
         profile.chunks.append({
             "n_before": n_before, "size": batch_size_of(chunk),
-            "steps": state.trace[-1].n_annealing_steps, "exact_moves": c["exact"],
+            "steps": info.n_annealing_steps, "exact_moves": c["exact"],
             "sghmc_moves": c["moves"] - c["exact"], "skipped": c["skipped"],
             "evals": c["evals"], "rows": c["rows"], "wall": wall, "cpu": cpu,
             **{s: profile.seconds[s] for s in SECTIONS},
@@ -296,6 +296,7 @@ def per_chunk(profile, condition, time_cap):
             "warmup_size": config.warmup_size})
         if time_cap is not None and time.perf_counter() - start_all > time_cap:
             raise TimeCap
+        return info
     return conditioned
 
 

@@ -224,40 +224,37 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
         """
         return self._fit(X, y, reset=not hasattr(self, "_state"))
 
-
     @with_torch_threads
     def _fit(self, X, y, reset, **kwargs):
-        """Validate, then run the engine; on any failure restore the estimator."""
-        saved = dict(self.__dict__)
-        ckpt = None
-        try:
-            self._check_params()
-            if not reset:
-                self._check_continued_method()
-            X, y = self._validate_training_data(X, y, reset=reset, **kwargs)
-            self._check_data_magnitude(X, y)
-            engine = self._engine
-            if reset:
-                self._config = self._engine_config()
-                self.__dict__.pop("_gap_checked", None)  # a new run: check it afresh
-                self._model = self._make_model(X, y)
-                self._state = engine.init(self._model, self._config, self._make_generator(),
-                                          dtype=self._torch_dtype, device=self.device)
-                self._method_fitted = self.method
-            else:
-                self._warn_full_data_refit()
-                ckpt = engine.checkpoint(self._state)
-            batch = self._to_batch(X, y)
-            engine.update(self._model, self._state, self._config, batch,
-                          callback=self._progress_printer(X.shape[0]))
-            self._set_fitted_attributes()
-            self._warn_if_untrustworthy()
-        except BaseException:
-            if ckpt is not None:
-                engine.rollback(self._state, ckpt)
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        """Validate, then run the engine; the estimator changes only if all of it succeeds.
+
+        The fit runs on ``new``, a copy of the estimator (the helpers set
+        their attributes there), and the engine returns a new state instead
+        of editing the old one, so a failed call leaves ``self`` as it was.
+        """
+        new = object.__new__(type(self))
+        vars(new).update(vars(self))
+        new._check_params()
+        if not reset:
+            new._check_continued_method()
+        X, y = new._validate_training_data(X, y, reset=reset, **kwargs)
+        new._check_data_magnitude(X, y)
+        engine = new._engine
+        if reset:
+            new._config = new._engine_config()
+            vars(new).pop("_gap_checked", None)  # a new run: check it afresh
+            new._model = new._make_model(X, y)
+            new._state = engine.init(new._model, new._config, new._make_generator(),
+                                     dtype=new._torch_dtype, device=new.device)
+            new._method_fitted = new.method
+        else:
+            new._warn_full_data_refit()
+        new._state = engine.update(new._model, new._state, new._config, new._to_batch(X, y),
+                                   callback=new._progress_printer(X.shape[0]))
+        new._set_fitted_attributes()
+        new._warn_if_untrustworthy()
+        vars(self).clear()
+        vars(self).update(vars(new))
         return self
 
     def _progress_printer(self, n_new):

@@ -38,8 +38,8 @@ def test_updates_split_on_a_ramp_boundary_equal_one_update():
     full = sgais.update(model, sgais.init(model, config, torch.Generator().manual_seed(1)),
                         config, (X, y))
     split = sgais.init(model, config, torch.Generator().manual_seed(1))
-    sgais.update(model, split, config, (X[:125], y[:125]))
-    sgais.update(model, split, config, (X[125:], y[125:]))
+    split = sgais.update(model, split, config, (X[:125], y[:125]))
+    split = sgais.update(model, split, config, (X[125:], y[125:]))
     assert split.log_evidence == full.log_evidence and torch.equal(split.theta, full.theta)
     assert [info.n_seen for info in split.trace] == [31, 62, 125, 250, 500, 700]
 
@@ -75,5 +75,5 @@ def test_a_chunk_with_many_annealing_steps_warns_and_a_normal_one_does_not():
     strict = sgais.SGAISConfig(n_particles=32, n_burnin=2, annealing_steps_warning=3)
     state = sgais.init(model, strict, torch.Generator().manual_seed(0))
     with pytest.warns(sgais.AnnealingWarning, match="prior-data conflict"):
-        sgais.update(model, state, strict, (X, y))
+        state = sgais.update(model, state, strict, (X, y))
     assert state.n_seen == 300 and np.isfinite(state.log_evidence)

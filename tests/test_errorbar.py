@@ -143,6 +143,7 @@ def test_a_warning_turned_error_leaves_the_fitted_estimator_unchanged():
     reg = EvidenceLinearRegression(n_particles=32, n_burnin=5, random_state=0).fit(X, y)
     before = (reg.log_evidence_, reg.log_evidence_std_, reg.particles_.copy(),
               dict(reg.diagnostics_))
+    state = reg._state
     reg.set_params(learning_rate=1e-6, n_burnin=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", sgais.AnnealingWarning)
@@ -151,6 +152,7 @@ def test_a_warning_turned_error_leaves_the_fitted_estimator_unchanged():
     assert reg.log_evidence_ == before[0] and reg.log_evidence_std_ == before[1]
     assert np.array_equal(reg.particles_, before[2]) and reg.n_samples_seen_ == 1500
     assert reg.diagnostics_["posterior_gap"] == before[3]["posterior_gap"]
+    assert reg._state is state and reg._state.n_seen == 1500
 
 
 # -- propagation to the meta-estimators --------------------------------------------
@@ -204,16 +206,14 @@ def test_members_without_an_error_bar_count_as_unknown():
     assert np.all(np.isnan(bma.log_evidence_stds_))
 
 
-def test_engine_state_has_the_counters_after_rollback():
+def test_the_given_state_keeps_its_counters_after_an_update():
     model = LinearRegressionModel(5)
     X, y = (torch.as_tensor(a) for a in paper_linear_data(1500, 2))
     config = sgais.SGAISConfig(n_particles=16, n_burnin=3)
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
-    sgais.update(model, state, config, (X[:1000], y[:1000]))
-    ckpt = sgais.checkpoint(state)
+    state = sgais.update(model, state, config, (X[:1000], y[:1000]))
     before = (state.n_resamplings, state.log_evidence_var, state.log_evidence_std)
     sgais.update(model, state, config, (X[1000:], y[1000:]))
-    sgais.rollback(state, ckpt)
     assert (state.n_resamplings, state.log_evidence_var, state.log_evidence_std) == before
 
 

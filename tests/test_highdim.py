@@ -89,7 +89,7 @@ def _fit(curvature_ratio):
     model = LogisticRegressionModel(24, 4)  # d = 100 parameters, 32 particles
     config = sgais.SGAISConfig(n_particles=32, curvature_ratio=curvature_ratio)
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
-    sgais.update(model, state, config, batch)
+    state = sgais.update(model, state, config, batch)
     W = torch.as_tensor(state.weights)
     return float(W @ model.log_likelihood(state.theta, batch).sum(1)), state.log_evidence
 

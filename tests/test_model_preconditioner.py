@@ -11,7 +11,7 @@ def _run(precondition, batch):
     model = LinearRegressionModel(3)
     config = sgais.SGAISConfig(n_particles=16, n_burnin=5, precondition=precondition)
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
-    sgais.update(model, state, config, batch)
+    state = sgais.update(model, state, config, batch)
     return state
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skevidence.inference import sgais
+from skevidence.inference import ENGINES, sgais
 from skevidence.models import LinearRegressionModel
 from tests.conftest import paper_linear_data
 
@@ -53,27 +53,88 @@ def test_diverged_particles_are_replaced():
         theta[:2] = float("inf")
         return theta
 
-    sgais.update(model, state, config, (torch.as_tensor(X), torch.as_tensor(y)),
-                 move=move_that_breaks_two)
+    state = sgais.update(model, state, config, (torch.as_tensor(X), torch.as_tensor(y)),
+                         move=move_that_breaks_two)
     assert torch.isfinite(state.theta).all()
     assert state.n_diverged >= 2 and np.isfinite(state.log_evidence)
 
 
-def test_checkpoint_and_rollback_restore_the_state_exactly():
+def _snapshot(state):
+    """Copies of what an update could change in a state."""
+    cv = state.cv
+    return dict(theta=state.theta.clone(), log_W=state.log_W.copy(), n_seen=state.n_seen,
+                log_evidence=state.log_evidence, log_evidence_var=state.log_evidence_var,
+                generator=state.generator.get_state(), trace=list(state.trace),
+                data=tuple(t.clone() for t in state.reservoir.data()),
+                cv=None if cv is None else (cv.theta_ref.clone(), cv.grad_sum.clone()))
+
+
+def _assert_unchanged(state, snapshot):
+    assert torch.equal(state.theta, snapshot["theta"])
+    assert np.array_equal(state.log_W, snapshot["log_W"])
+    assert (state.n_seen, state.log_evidence, state.log_evidence_var) == (
+        snapshot["n_seen"], snapshot["log_evidence"], snapshot["log_evidence_var"])
+    assert torch.equal(state.generator.get_state(), snapshot["generator"])
+    assert state.trace == snapshot["trace"]
+    assert all(torch.equal(a, b) for a, b in zip(state.reservoir.data(), snapshot["data"]))
+    if snapshot["cv"] is not None:
+        assert torch.equal(state.cv.theta_ref, snapshot["cv"][0])
+        assert torch.equal(state.cv.grad_sum, snapshot["cv"][1])
+
+
+@pytest.mark.parametrize("reservoir_size", [None, 1200])
+def test_update_returns_a_new_state_and_leaves_the_given_one_as_it_was(reservoir_size):
     model = LinearRegressionModel(5)
     X, y = (torch.as_tensor(a) for a in paper_linear_data(2000, 2))
-    config = sgais.SGAISConfig(n_particles=16, n_burnin=3, reservoir_size=1200)
+    config = sgais.SGAISConfig(n_particles=16, n_burnin=3, reservoir_size=reservoir_size)
     state = sgais.init(model, config, torch.Generator().manual_seed(0))
-    sgais.update(model, state, config, (X[:1000], y[:1000]))
-    ckpt = sgais.checkpoint(state)
-    before = (state.theta.clone(), state.log_W.copy(), state.log_evidence,
-              state.reservoir.data()[0].clone(), state.cv.grad_sum.clone())
-    sgais.update(model, state, config, (X[1000:], y[1000:]))
-    sgais.rollback(state, ckpt)
-    assert torch.equal(state.theta, before[0]) and np.array_equal(state.log_W, before[1])
-    assert state.log_evidence == before[2] and state.n_seen == 1000
-    assert torch.equal(state.reservoir.data()[0], before[3])
-    assert torch.equal(state.cv.grad_sum, before[4]) and len(state.trace) == 2
+    state = sgais.update(model, state, config, (X[:1000], y[:1000]))
+    before = _snapshot(state)
+    first = sgais.update(model, state, config, (X[1000:], y[1000:]))
+    _assert_unchanged(state, before)
+    assert first.n_seen == 2000 and len(first.trace) > len(state.trace)
+    # The given state still works, and gives the same numbers again.
+    again = sgais.update(model, state, config, (X[1000:], y[1000:]))
+    assert again.log_evidence == first.log_evidence
+    assert torch.equal(again.theta, first.theta)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _fail_on_call(k):
+    """A callback that raises on its ``k``-th call (mid-chunk for SGAIS)."""
+    calls = [0]
+
+    def callback(state, lam, n_pending):
+        calls[0] += 1
+        if calls[0] == k:
+            raise _Stop
+    return callback
+
+
+@pytest.mark.parametrize("method, k", [("sgais", 3), ("nested", 1), ("sequential", 2),
+                                       ("online-nested", 1), ("ais", 2)])
+def test_a_failed_update_leaves_the_given_state_as_it_was(method, k):
+    engine = ENGINES[method]
+    model = LinearRegressionModel(5)
+    X, y = (torch.as_tensor(a) for a in paper_linear_data(300, 2))
+    config = sgais.SGAISConfig(n_particles=16, n_burnin=2, batch_size=50)
+    state = engine.init(model, config, torch.Generator().manual_seed(0))
+    state = engine.update(model, state, config, (X[:100], y[:100]))
+    before = _snapshot(state)
+    with pytest.raises(_Stop):
+        engine.update(model, state, config, (X[100:], y[100:]), callback=_fail_on_call(k))
+    _assert_unchanged(state, before)
+    # A retry from the kept state gives the numbers of an update that never failed.
+    retried = engine.update(model, state, config, (X[100:], y[100:]))
+    fresh = engine.init(model, config, torch.Generator().manual_seed(0))
+    fresh = engine.update(model, fresh, config, (X[:100], y[:100]))
+    fresh = engine.update(model, fresh, config, (X[100:], y[100:]))
+    assert retried.log_evidence == fresh.log_evidence
+    assert torch.equal(retried.theta, fresh.theta)
+    assert torch.equal(retried.reservoir.data()[0], fresh.reservoir.data()[0])
 
 
 @pytest.mark.parametrize("setting", [dict(precondition="covarience"), dict(integrator="BAOAB"),

@@ -22,7 +22,7 @@ def _stream(n, seed=0, **settings):
         return sgais.sghmc_move(model, state, config, chunk, lam)
 
     batch = (torch.as_tensor(X), torch.as_tensor(y))
-    sgais.update(model, state, config, batch, move=counted)
+    state = sgais.update(model, state, config, batch, move=counted)
     return state, np.array(moves), model.exact_log_evidence(batch)
 
 

@@ -30,10 +30,7 @@ from . import sgais
 from .engine import Engine
 from .reservoir import Reservoir
 
-__all__ = ["init", "update", "checkpoint", "rollback", "full_data_config"]
-
-checkpoint = sgais.checkpoint
-rollback = sgais.rollback
+__all__ = ["init", "update", "full_data_config"]
 
 
 def full_data_config(config, batch_size):
@@ -57,15 +54,14 @@ def update(model, state, config, batch, move=None, callback=None):
     """Rerun AIS from the prior on the data seen so far plus ``batch``.
 
     ``move`` defaults to :func:`sgais.exact_move` (adjusted moves on the
-    exact tempered posterior). The state is reset in place except for its
-    trace, counters, generator and adapted step size.
+    exact tempered posterior). The new state keeps only the trace, the
+    generator's stream and the adapted step size of ``state``.
     """
     data = _all_data(state, batch)
     n_total = batch_size_of(data)
-    _restart_from_prior(model, state)
-    sgais.update(model, state, full_data_config(config, n_total), data,
-                 move=sgais.exact_move if move is None else move, callback=callback)
-    return state
+    state = _restarted_from_prior(model, state)
+    return sgais.update(model, state, full_data_config(config, n_total), data,
+                        move=sgais.exact_move if move is None else move, callback=callback)
 
 
 def _all_data(state, batch):
@@ -74,19 +70,16 @@ def _all_data(state, batch):
     return tuple(torch.cat([old, new]) for old, new in zip(state.reservoir.data(), batch))
 
 
-def _restart_from_prior(model, state):
+def _restarted_from_prior(model, state):
     """New prior particles, uniform weights, no data seen: AIS starts over."""
     if state.n_seen == 0:
-        return
-    M = state.theta.shape[0]
-    theta = state.theta
-    state.theta = model.sample_prior(M, state.generator, dtype=theta.dtype, device=theta.device)
-    state.log_W = np.full(M, -math.log(M))
-    state.n_seen = 0
-    state.log_evidence = 0.0
-    state.log_evidence_var = 0.0
-    state.reservoir = Reservoir(capacity=None)
+        return state
+    state = sgais.successor(state)
+    M, theta = state.theta.shape[0], state.theta
+    return replace(state, theta=model.sample_prior(M, state.generator, dtype=theta.dtype,
+                                                   device=theta.device),
+                   log_W=np.full(M, -math.log(M)), n_seen=0, log_evidence=0.0,
+                   log_evidence_var=0.0, reservoir=Reservoir(capacity=None))
 
 
-ENGINE = Engine("ais", init, update, checkpoint, rollback,
-                keeps_every_observation=True, refits_from_prior=True)
+ENGINE = Engine("ais", init, update, keeps_every_observation=True, refits_from_prior=True)

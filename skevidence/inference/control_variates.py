@@ -53,8 +53,8 @@ class ControlVariate:
     n_at_refresh: int = 0
 
     def add_chunk(self, model, chunk):
-        """Include a newly observed chunk in ``grad_sum``."""
-        self.grad_sum += model.grad_log_likelihood(self.theta_ref, chunk)
+        """Include a newly observed chunk in ``grad_sum`` (a new tensor: states share the old)."""
+        self.grad_sum = self.grad_sum + model.grad_log_likelihood(self.theta_ref, chunk)
 
     def refresh(self, model, new_ref, store, n_seen):
         """Move the references to ``new_ref``.

@@ -1,4 +1,4 @@
-"""The contract of an evidence engine: four functions and what it can do.
+"""The contract of an evidence engine: two functions and what it can do.
 
 Every method behind the estimators' ``method=`` is a module of this
 package that ends with ``ENGINE = Engine(...)``; ``skevidence.inference.ENGINES``
@@ -7,12 +7,11 @@ the same way, and asks the capability attributes, never the name, where
 the methods differ::
 
     state = engine.init(model, config, generator, dtype=dtype, device=device)
-    ckpt = engine.checkpoint(state)
-    try:
-        engine.update(model, state, config, batch, callback=callback)
-    except BaseException:
-        engine.rollback(state, ckpt)
-        raise
+    state = engine.update(model, state, config, batch, callback=callback)
+
+A state is a value (:func:`.records.successor`): ``update`` returns a new
+one and leaves the one it was given as it was, so a caller whose update
+fails keeps the old state and has nothing to undo.
 
 The functions
 -------------
@@ -20,22 +19,18 @@ init(model, config, generator, dtype=torch.float64, device="cpu") -> SGAISState
     A new state: particles drawn from ``model``'s prior with equal weights,
     no data seen. ``config`` is an :class:`~.config.SGAISConfig`,
     ``generator`` the ``torch.Generator`` every random draw of the run
-    uses (the state keeps it).
+    uses (the state holds it; each update continues its stream on a clone).
 update(model, state, config, batch, move=None, callback=None) -> SGAISState
-    Condition ``state`` in place on ``batch`` (a tuple of tensors whose
-    first dimension is the observations) and return it. ``move(model,
-    state, config, chunk, lam)`` replaces the engine's particle move
+    A new state: ``state`` conditioned on ``batch`` (a tuple of tensors
+    whose first dimension is the observations); ``state`` itself, its
+    arrays and its generator are not changed. ``move(model, state,
+    config, chunk, lam)`` replaces the engine's particle move
     (default :func:`.sgais.sghmc_move`, or :func:`.sgais.exact_move` for
     the exact engines); the nested-sampling runs ignore it.
     ``callback(state, lam, n_pending)`` runs after every annealing step
     (``lam`` reached, ``n_pending`` the observations of the chunk not yet
-    in ``state.n_seen``) and after each chunk (``lam = 1``, ``n_pending = 0``).
-checkpoint(state) -> object
-    A snapshot of what :func:`update` changes in place, at O(M d) cost plus
-    any data store that :func:`update` overwrites.
-rollback(state, ckpt) -> None
-    Restore ``state`` to ``ckpt`` (from :func:`checkpoint` on the same
-    state), so that a failed :func:`update` leaves it as it was.
+    in ``state.n_seen``) and after each chunk (``lam = 1``, ``n_pending = 0``);
+    it sees the states the update builds.
 
 The capabilities
 ----------------
@@ -63,7 +58,7 @@ __all__ = ["Engine"]
 
 @dataclass(frozen=True)
 class Engine:
-    """One evidence engine: its method name, its four functions, its capabilities.
+    """One evidence engine: its method name, its two functions, its capabilities.
 
     See the module docstring for what each function takes and returns and
     what each capability means.
@@ -72,8 +67,6 @@ class Engine:
     name: str
     init: Callable
     update: Callable
-    checkpoint: Callable
-    rollback: Callable
     keeps_every_observation: bool = False
     refits_from_prior: bool = False
     trace_ess_is_predictive: bool = False

@@ -30,7 +30,7 @@ and reruns from the prior on all of it.
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,9 +42,9 @@ from .engine import Engine
 from .kernels import covariance_preconditioner
 from .reservoir import Reservoir
 from .resampling import systematic_resample
-from .sgais import SGAISState, record_chunk
+from .sgais import SGAISState, record_chunk, successor
 
-__all__ = ["init", "update", "checkpoint", "rollback", "nested_sampling", "constrained_hmc",
+__all__ = ["init", "update", "nested_sampling", "constrained_hmc",
            "NestedResult", "set_posterior_particles", "n_trajectories"]
 
 # Share of the live points replaced per iteration (at least one).
@@ -242,7 +242,7 @@ def _move_in_whitened(reference, start, log_l_min, log_prior_and_grad, log_lik_a
     return to_theta(z), log_l, acc
 
 
-# -- the engine's four functions -------------------------------------------------
+# -- the engine's two functions --------------------------------------------------
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
@@ -263,9 +263,11 @@ def update(model, state, config, batch, move=None, callback=None):
 
     The state's ``log_evidence_var`` holds ``H / n_live`` and its weights
     are uniform (the particles are resampled), so its ``log_evidence_std``
-    is the NS error ``sqrt(H / n_live)``. ``move`` is not used.
+    is the NS error ``sqrt(H / n_live)``. ``move`` is not used. Returns the
+    new state; ``state`` is left as it was.
     """
-    state.reservoir.append(batch, state.generator)
+    state = successor(state)
+    state.reservoir = state.reservoir.append(batch, state.generator)
     data = state.reservoir.data()
     M, _ = state.theta.shape
     live = model.sample_prior(M, state.generator, dtype=state.theta.dtype,
@@ -305,34 +307,4 @@ def set_posterior_particles(state, result):
     state.log_W = np.full(M, -math.log(M))
 
 
-@dataclass
-class Checkpoint:
-    fields: dict = field(default_factory=dict)
-    generator_state: torch.Tensor = None
-    reservoir: tuple = ()
-
-
-# The counters of diagnostics_ are derived from the trace, restored by its length.
-_RESTORED = ("theta", "log_W", "n_seen", "log_evidence", "log_evidence_var", "exact_step_size")
-
-
-def checkpoint(state):
-    """Snapshot of what :func:`update` changes (the store only appends)."""
-    res = state.reservoir
-    return Checkpoint({name: getattr(state, name) for name in _RESTORED} | {
-        "trace_len": len(state.trace)}, state.generator.get_state(),
-        (res.n_seen, res.size, res.buffers))
-
-
-def rollback(state, ckpt):
-    """Restore ``state`` to ``ckpt`` in place."""
-    fields = dict(ckpt.fields)
-    del state.trace[fields.pop("trace_len"):]
-    for name, value in fields.items():
-        setattr(state, name, value)
-    state.generator.set_state(ckpt.generator_state)
-    state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
-
-
-ENGINE = Engine("nested", init, update, checkpoint, rollback,
-                keeps_every_observation=True, refits_from_prior=True)
+ENGINE = Engine("nested", init, update, keeps_every_observation=True, refits_from_prior=True)

@@ -23,10 +23,7 @@ from ..models.base import batch_size_of
 from . import nested, sgais
 from .engine import Engine
 
-__all__ = ["init", "update", "checkpoint", "rollback"]
-
-checkpoint = sgais.checkpoint
-rollback = sgais.rollback
+__all__ = ["init", "update"]
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
@@ -37,7 +34,11 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
 
 def update(model, state, config, batch, move=None, callback=None):
     """One nested-sampling run per chunk of ``batch_size`` (chunk boundaries
-    at multiples of it, so a stream's cut into calls does not matter)."""
+    at multiples of it, so a stream's cut into calls does not matter).
+
+    Returns the new state; ``state`` is left as it was.
+    """
+    state = sgais.successor(state)
     start = 0
     b = config.batch_size
     n_new = batch_size_of(batch)
@@ -72,10 +73,10 @@ def _condition_on_chunk(model, state, config, chunk):
     nested.set_posterior_particles(state, result)
     state.log_evidence += result.log_evidence
     state.log_evidence_var += result.log_evidence_std**2
-    state.reservoir.append(chunk, state.generator)
+    state.reservoir = state.reservoir.append(chunk, state.generator)
     state.n_seen += batch_size_of(chunk)
     sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]),
                        acceptance=acceptance)
 
 
-ENGINE = Engine("online-nested", init, update, checkpoint, rollback, keeps_every_observation=True)
+ENGINE = Engine("online-nested", init, update, keeps_every_observation=True)

@@ -4,10 +4,14 @@
 :class:`ChunkInfo` is what conditioning on one chunk measured (the
 estimators' ``evidence_trace_`` has one array per field); :class:`MoveResult`
 is what every move returns.
+
+A state is a value: an update starts from :func:`successor` of the state
+it is given, edits only that copy, and returns it, so the given state
+stays usable (a failed update leaves it as it was).
 """
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import torch
@@ -18,7 +22,7 @@ from .control_variates import ControlVariate
 from .reservoir import Reservoir
 
 __all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SGAISState",
-           "segment_variance", "record_chunk"]
+           "successor", "segment_variance", "record_chunk"]
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,8 @@ class SGAISState:
     """Everything the engine carries between chunks (a plain record).
 
     Per-chunk measurements live in ``trace`` (:class:`ChunkInfo` records);
-    the diagnostics counters below are derived from them, so undoing an
-    update only needs the trace's length.
+    the diagnostics counters below are derived from them. The arrays are
+    never written in place (see :func:`successor`).
     """
 
     theta: torch.Tensor  # [M, d] particles
@@ -131,6 +135,24 @@ class SGAISState:
     @property
     def weights(self):
         return np.exp(self.log_W)
+
+
+def successor(state):
+    """The copy of ``state`` that an update edits and returns, leaving ``state`` as it was.
+
+    Particles, weights and the data store are shared, as the update
+    replaces them instead of writing into them; the generator is a clone
+    (the same random stream, without advancing ``state``'s), the trace a
+    new list and the control variate a new record.
+    """
+    return replace(state, generator=_cloned(state.generator), trace=list(state.trace),
+                   cv=None if state.cv is None else replace(state.cv))
+
+
+def _cloned(generator):
+    clone = torch.Generator(device=generator.device)
+    clone.set_state(generator.get_state())
+    return clone
 
 
 def segment_variance(log_W):

@@ -32,11 +32,9 @@ from ..models.base import batch_size_of
 from . import sgais
 from .engine import Engine
 
-__all__ = ["init", "update", "checkpoint", "rollback", "chunk_ends"]
+__all__ = ["init", "update", "chunk_ends"]
 
 init = sgais.init
-checkpoint = sgais.checkpoint
-rollback = sgais.rollback
 
 
 # Chunks grow by this factor until they hold batch_size observations. A
@@ -74,11 +72,12 @@ def chunk_ends(n_seen, n_new, batch_size):
 
 
 def update(model, state, config, batch, move=None, callback=None):
-    """Estimate each chunk's predictive from the particles, then move them.
+    """The state after estimating each chunk's predictive from the particles and moving them.
 
-    ``move`` defaults to :func:`sgais.sghmc_move`; ``callback(state, 1, 0)``
-    runs after each chunk.
+    ``state`` is left as it was. ``move`` defaults to :func:`sgais.sghmc_move`;
+    ``callback(state, 1, 0)`` runs after each chunk.
     """
+    state = sgais.successor(state)
     move = sgais.sghmc_move if move is None else move
     start = 0
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config.batch_size):
@@ -88,7 +87,7 @@ def update(model, state, config, batch, move=None, callback=None):
         sgais._maybe_refresh_reference(model, state, config)
         acceptance = sgais.take_move(state, move(model, state, config, chunk, 1.0))
         n_lost = _replace_diverged(state)
-        state.reservoir.append(chunk, state.generator)
+        state.reservoir = state.reservoir.append(chunk, state.generator)
         if state.cv is not None:
             state.cv.add_chunk(model, chunk)
         state.n_seen += batch_size_of(chunk)
@@ -141,4 +140,4 @@ def _replace_diverged(state):
     return lost
 
 
-ENGINE = Engine("sequential", init, update, checkpoint, rollback, trace_ess_is_predictive=True)
+ENGINE = Engine("sequential", init, update, trace_ess_is_predictive=True)

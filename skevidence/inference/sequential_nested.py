@@ -21,15 +21,17 @@ from ..models.base import batch_size_of
 from . import nested, sequential, sgais
 from .engine import Engine
 
-__all__ = ["init", "update", "checkpoint", "rollback"]
+__all__ = ["init", "update"]
 
 init = sgais.init
-checkpoint = sgais.checkpoint
-rollback = sgais.rollback
 
 
 def update(model, state, config, batch, move=None, callback=None):
-    """NS on the data up to ``batch_size`` observations, sequential estimates after."""
+    """NS on the data up to ``batch_size`` observations, sequential estimates after.
+
+    Returns the new state; ``state`` is left as it was.
+    """
+    state = sgais.successor(state)
     n_head = min(config.batch_size - state.n_seen, batch_size_of(batch))
     if n_head > 0:
         _nested_head(model, state, config, tuple(t[:n_head] for t in batch))
@@ -37,7 +39,7 @@ def update(model, state, config, batch, move=None, callback=None):
             callback(state, 1.0, 0)
         batch = tuple(t[n_head:] for t in batch)
     if batch_size_of(batch) > 0:
-        sequential.update(model, state, config, batch, move=move, callback=callback)
+        state = sequential.update(model, state, config, batch, move=move, callback=callback)
     return state
 
 
@@ -54,12 +56,12 @@ def _nested_head(model, state, config, head):
     nested.set_posterior_particles(state, result)
     state.log_evidence = result.log_evidence
     state.log_evidence_var = result.log_evidence_std**2
-    state.reservoir.append(head, state.generator)
+    state.reservoir = state.reservoir.append(head, state.generator)
     if state.cv is not None:
         state.cv.add_chunk(model, head)
     state.n_seen = batch_size_of(data)
     sgais.record_chunk(state, result.n_iterations, ess_value=float(M))
 
 
-ENGINE = Engine("sequential-nested", init, update, checkpoint, rollback,
+ENGINE = Engine("sequential-nested", init, update,
                 keeps_every_observation=True, trace_ess_is_predictive=True)

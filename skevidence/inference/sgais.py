@@ -23,9 +23,6 @@ growth (``growth``, Adaptive Resample-Move).
 """
 
 import math
-import warnings
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
@@ -36,14 +33,15 @@ from .config import SGAISConfig
 from .control_variates import ControlVariate
 from .engine import Engine
 from .growth import maybe_grow, shrink_to_base, variance_so_far
+from .long_chunks import AnnealingWarning, long_chunk_message, warn_if_long
 from .moves import exact_move, sghmc_move
 from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SGAISState,
-                      record_chunk, segment_variance)
+                      record_chunk, segment_variance, successor)
 from .reservoir import Reservoir
 
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
-    "chunk_ends", "sghmc_move", "exact_move", "checkpoint", "rollback", "record_chunk",
+    "chunk_ends", "sghmc_move", "exact_move", "record_chunk", "successor",
     "take_move", "segment_variance", "AnnealingWarning", "long_chunk_message",
 ]
 
@@ -68,27 +66,29 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
 
 
 def update(model, state, config, batch, move=None, callback=None):
-    """Condition the particles on ``batch``, in the chunks of :func:`chunk_ends`.
+    """The state conditioned on ``batch``, in the chunks of :func:`chunk_ends`.
 
-    ``move(model, state, config, chunk, lam)`` returns a :class:`MoveResult`
-    (or the moved particles alone) and leaves ``state`` as it was; the
-    default is :func:`sghmc_move`. ``callback(state, lam, n_pending)`` runs
-    after every annealing step (``lam`` reached, ``n_pending`` the size of
-    the chunk not yet counted in ``state.n_seen``) and after each chunk
-    (``lam = 1``, ``n_pending = 0``).
+    Returns a new state; ``state`` is left as it was, also when a chunk
+    fails (see :func:`successor`). ``move(model, state, config, chunk,
+    lam)`` returns a :class:`MoveResult` (or the moved particles alone) and
+    leaves ``state`` as it was; the default is :func:`sghmc_move`.
+    ``callback(state, lam, n_pending)`` runs after every annealing step
+    (``lam`` reached, ``n_pending`` the size of the chunk not yet counted
+    in ``state.n_seen``) and after each chunk (``lam = 1``, none pending).
     """
+    state = successor(state)
     steps = [0]  # annealing steps of the current chunk
     move = _counting(sghmc_move if move is None else move, steps, callback)
     start, longest = 0, (0, 0, 0)
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config):
         chunk = tuple(t[start:end] for t in batch)
         steps[0] = 0
-        _condition_on_chunk(model, state, config, chunk, move)
+        state.trace.append(_condition_on_chunk(model, state, config, chunk, move))
         longest = max(longest, (steps[0], state.n_seen - (end - start), end - start))
         start = end
         if callback is not None:
             callback(state, 1.0, 0)
-    _warn_if_long(longest, config)
+    warn_if_long(longest, config)
     return state
 
 
@@ -132,70 +132,11 @@ def _counting(move, steps, callback):
     return counted_move
 
 
-class AnnealingWarning(UserWarning):
-    """A chunk needed unusually many annealing steps.
-
-    Issued by ``fit`` / ``partial_fit`` of the SGAIS estimators when
-    conditioning on one chunk took more annealing (tempering) steps than
-    the ``annealing_steps_warning`` entry of ``engine_options`` (250 by
-    default; ``None`` turns the warning off). The number of steps grows
-    only slowly with how informative a chunk is, but fast when the data
-    lie far in the tails of the prior (a prior-data conflict, e.g. targets
-    on a scale of 100 under a unit prior) or of the posterior so far (a
-    change in the stream, or moves that do not keep the particles at the
-    posterior): the fit becomes slow and the estimate loses accuracy. The
-    message is also recorded in the estimator's ``diagnostics_["warnings"]``.
-
-    What to do: put the data on the scale the prior assumes (standardise
-    the features and targets) or widen the prior; with data on that scale,
-    reduce ``learning_rate`` or increase ``n_burnin``; for a stream that
-    changes, see :func:`skevidence.diagnostics.detect_shifts`.
-
-    Public name: :class:`skevidence.exceptions.AnnealingWarning`.
-    """
-
-
-def long_chunk_message(n_steps, n_before, size, threshold):
-    """What :class:`AnnealingWarning` says about a chunk of ``n_steps`` steps.
-
-    Parameters
-    ----------
-    n_steps : int
-        Annealing steps the chunk took.
-    n_before : int
-        Observations seen before the chunk.
-    size : int
-        Observations in the chunk.
-    threshold : int
-        The ``annealing_steps_warning`` it exceeded.
-
-    Returns
-    -------
-    str
-        The message, also recorded in the estimators' ``diagnostics_["warnings"]``.
-    """
-    return (
-        f"adding {size} observations after {n_before} took {n_steps} annealing steps "
-        f"(more than {threshold}): the data lie far in the tails of "
-        "the prior (prior-data conflict) or of the posterior so far (a change in the "
-        "stream, or moves that do not keep the particles at the posterior). Cost grows "
-        "with the conflict and the estimate loses accuracy; put the data on the scale the "
-        "prior assumes (e.g. standardise them) or widen the prior; if they are, reduce "
-        "learning_rate or increase n_burnin.")
-
-
-def _warn_if_long(longest, config):
-    n_steps, n_before, size = longest
-    if config.annealing_steps_warning is None or n_steps <= config.annealing_steps_warning:
-        return
-    warnings.warn(long_chunk_message(n_steps, n_before, size, config.annealing_steps_warning),
-                  AnnealingWarning, stacklevel=3)
-
-
 def _condition_on_chunk(model, state, config, chunk, move):
     """Anneal the particles from the posterior without ``chunk`` to the one with it.
 
-    Appends the chunk's :class:`ChunkInfo` to ``state.trace``.
+    Edits ``state``, the update's own copy, and returns the chunk's
+    :class:`ChunkInfo`.
     """
     _maybe_refresh_reference(model, state, config)
     lam, tally = 0.0, ChunkTally(n_particles=state.theta.shape[0])
@@ -227,11 +168,11 @@ def _condition_on_chunk(model, state, config, chunk, move):
         _tally_divergences(tally, *_discard_diverged(state))
         if lam < 1.0:  # (after the chunk's last move the loop ends)
             loglik = _chunk_log_likelihood(model, state.theta, chunk)
-    state.reservoir.append(chunk, state.generator)
+    state.reservoir = state.reservoir.append(chunk, state.generator)
     if state.cv is not None:
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
-    state.trace.append(_chunk_info(state, tally))
+    return _chunk_info(state, tally)
 
 
 def _skips_move(state, config, tally, lam, resampled):
@@ -413,50 +354,4 @@ def _refresh_factor(cv, config):
     return 1.1 if cv.theta_ref.shape[0] == 1 else 2.0
 
 
-@dataclass
-class Checkpoint:
-    """What :func:`rollback` needs to undo a failed :func:`update`."""
-
-    theta: torch.Tensor
-    log_W: np.ndarray
-    generator_state: torch.Tensor
-    n_seen: int
-    log_evidence: float
-    log_evidence_var: float
-    exact_step_size: float
-    trace_len: int
-    reservoir: tuple
-    cv: tuple | None
-
-
-def checkpoint(state):
-    """Snapshot the state at O(M d) cost (plus the reservoir when bounded).
-
-    An unbounded store only ever appends, so its size is enough to undo an
-    update; a bounded reservoir overwrites slots and is copied (its size is
-    fixed, so the copy does not grow with the stream).
-    """
-    res = state.reservoir
-    buffers = tuple(b.clone() for b in res.buffers) if res.capacity is not None else res.buffers
-    cv = None
-    if state.cv is not None:
-        cv = (state.cv.theta_ref, state.cv.grad_sum.clone(), state.cv.n_at_refresh)
-    return Checkpoint(state.theta, state.log_W.copy(), state.generator.get_state(),
-                      state.n_seen, state.log_evidence, state.log_evidence_var,
-                      state.exact_step_size, len(state.trace),
-                      (res.n_seen, res.size, buffers), cv)
-
-
-def rollback(state, ckpt):
-    """Restore ``state`` to ``ckpt`` in place."""
-    state.theta, state.log_W = ckpt.theta, ckpt.log_W
-    state.generator.set_state(ckpt.generator_state)
-    state.n_seen, state.log_evidence = ckpt.n_seen, ckpt.log_evidence
-    state.log_evidence_var, state.exact_step_size = ckpt.log_evidence_var, ckpt.exact_step_size
-    del state.trace[ckpt.trace_len:]  # the diagnostics counters follow the trace
-    state.reservoir.n_seen, state.reservoir.size, state.reservoir.buffers = ckpt.reservoir
-    if ckpt.cv is not None:
-        state.cv.theta_ref, state.cv.grad_sum, state.cv.n_at_refresh = ckpt.cv
-
-
-ENGINE = Engine("sgais", init, update, checkpoint, rollback, anneals_online=True)
+ENGINE = Engine("sgais", init, update, anneals_online=True)

@@ -24,10 +24,7 @@ import torch
 from . import sgais
 from .engine import Engine
 
-__all__ = ["init", "update", "checkpoint", "rollback"]
-
-checkpoint = sgais.checkpoint
-rollback = sgais.rollback
+__all__ = ["init", "update"]
 
 
 def _exact_config(config):
@@ -45,5 +42,4 @@ def update(model, state, config, batch, move=None, callback=None):
                         move=sgais.exact_move if move is None else move, callback=callback)
 
 
-ENGINE = Engine("smc", init, update, checkpoint, rollback,
-                keeps_every_observation=True, anneals_online=True)
+ENGINE = Engine("smc", init, update, keeps_every_observation=True, anneals_online=True)

@@ -1,0 +1,66 @@
+"""The warning about a chunk that needed unusually many annealing steps."""
+
+import warnings
+
+__all__ = ["AnnealingWarning", "long_chunk_message", "warn_if_long"]
+
+
+class AnnealingWarning(UserWarning):
+    """A chunk needed unusually many annealing steps.
+
+    Issued by ``fit`` / ``partial_fit`` of the SGAIS estimators when
+    conditioning on one chunk took more annealing (tempering) steps than
+    the ``annealing_steps_warning`` entry of ``engine_options`` (250 by
+    default; ``None`` turns the warning off). The number of steps grows
+    only slowly with how informative a chunk is, but fast when the data
+    lie far in the tails of the prior (a prior-data conflict, e.g. targets
+    on a scale of 100 under a unit prior) or of the posterior so far (a
+    change in the stream, or moves that do not keep the particles at the
+    posterior): the fit becomes slow and the estimate loses accuracy. The
+    message is also recorded in the estimator's ``diagnostics_["warnings"]``.
+
+    What to do: put the data on the scale the prior assumes (standardise
+    the features and targets) or widen the prior; with data on that scale,
+    reduce ``learning_rate`` or increase ``n_burnin``; for a stream that
+    changes, see :func:`skevidence.diagnostics.detect_shifts`.
+
+    Public name: :class:`skevidence.exceptions.AnnealingWarning`.
+    """
+
+
+def long_chunk_message(n_steps, n_before, size, threshold):
+    """What :class:`AnnealingWarning` says about a chunk of ``n_steps`` steps.
+
+    Parameters
+    ----------
+    n_steps : int
+        Annealing steps the chunk took.
+    n_before : int
+        Observations seen before the chunk.
+    size : int
+        Observations in the chunk.
+    threshold : int
+        The ``annealing_steps_warning`` it exceeded.
+
+    Returns
+    -------
+    str
+        The message, also recorded in the estimators' ``diagnostics_["warnings"]``.
+    """
+    return (
+        f"adding {size} observations after {n_before} took {n_steps} annealing steps "
+        f"(more than {threshold}): the data lie far in the tails of "
+        "the prior (prior-data conflict) or of the posterior so far (a change in the "
+        "stream, or moves that do not keep the particles at the posterior). Cost grows "
+        "with the conflict and the estimate loses accuracy; put the data on the scale the "
+        "prior assumes (e.g. standardise them) or widen the prior; if they are, reduce "
+        "learning_rate or increase n_burnin.")
+
+
+def warn_if_long(longest, config):
+    """:class:`AnnealingWarning` if ``longest`` (steps, observations before, size) is long."""
+    n_steps, n_before, size = longest
+    if config.annealing_steps_warning is None or n_steps <= config.annealing_steps_warning:
+        return
+    warnings.warn(long_chunk_message(n_steps, n_before, size, config.annealing_steps_warning),
+                  AnnealingWarning, stacklevel=3)
