@@ -8,7 +8,6 @@ guarantees that a failed call leaves a fitted estimator as it was.
 """
 
 import dataclasses
-import numbers
 import warnings
 
 import numpy as np
@@ -16,13 +15,14 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ._config import with_torch_threads
 from ._posterior import PosteriorMixin
 from ._trust import TrustDiagnosticsMixin
 from ._validation import check_device, check_magnitude, resolve_dtype
 from .inference import ENGINES, sgais
+from .inference.config import CONSTRAINTS
 
 __all__ = ["BaseEvidenceEstimator"]
 
@@ -63,15 +63,9 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
     # are checked by hand: availability with an install hint, and numpy or
     # torch dtypes normalised.
     _parameter_constraints = {
-        "n_particles": [Interval(numbers.Integral, 2, None, closed="left")],
-        "max_particles": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_burnin": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "momentum_decay": [Interval(numbers.Real, 0, 1, closed="right")],
-        "target_ess": [Interval(numbers.Real, 0, 1, closed="right")],
-        "resample_threshold": [Interval(numbers.Real, 0, 1, closed="both")],
-        "reservoir_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        **{name: CONSTRAINTS[name] for name in (
+            "n_particles", "max_particles", "batch_size", "n_burnin", "learning_rate",
+            "momentum_decay", "target_ess", "resample_threshold", "reservoir_size")},
         "device": "no_validation",
         "dtype": "no_validation",
         "random_state": ["random_state"],

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from functools import wraps
 
 import torch
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from .inference.config import Number
 
 __all__ = ["config_context", "get_config", "set_config"]
 
@@ -28,15 +30,8 @@ _config = {"n_threads": _UNSET}
 _config_lock = threading.Lock()
 
 
-class _Count(Interval):
-    """An ``Interval`` of integers that refuses booleans (``True`` is no thread count)."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, bool) and super().is_satisfied_by(val)
-
-
 # Validated as the estimators' parameters are (InvalidParameterError, a ValueError).
-_CONSTRAINTS = {"n_threads": [_Count(numbers.Integral, 1, None, closed="left"), None]}
+_CONSTRAINTS = {"n_threads": [Number(numbers.Integral, 1, None, closed="left"), None]}
 
 
 def _check_n_threads(n_threads):

@@ -1,6 +1,7 @@
 """Guards at the edge: bad settings and data fail early and clearly;
 probabilities are probabilities; predictions in blocks equal one block."""
 
+import dataclasses
 import types
 import warnings
 
@@ -66,9 +67,9 @@ def test_n_particles_below_two_raises_and_below_floor_warns(reg_data):
 @pytest.mark.parametrize("options, message", [
     ({"n_island": 4}, r"unknown settings \['n_island'\].*n_islands"),
     ({"n_particles": 64}, r"sets \['n_particles'\].*parameters"),
-    ({"n_islands": 0}, r"n_islands must be at least 1"),
-    ({"exact_warmup": "no"}, r"exact_warmup must be of type"),
-    ({"integrator": "BAOAB"}, r"integrator must be one of"),
+    ({"n_islands": 0}, r"'n_islands' parameter of SGAISConfig must be an int in the range \[1, inf\)"),
+    ({"exact_warmup": "no"}, r"'exact_warmup' parameter of SGAISConfig must be an instance of 'bool'"),
+    ({"integrator": "BAOAB"}, r"'integrator' parameter of SGAISConfig must be a str among"),
 ])
 def test_bad_engine_options_raise_before_any_state_changes(reg_data, options, message):
     X, y = reg_data
@@ -246,3 +247,19 @@ def test_reservoir_smaller_than_the_warmup_is_rejected_before_state_changes(reg_
         reg.set_params(reservoir_size=size).partial_fit(X, y)
     assert fitted_state(reg).keys() == before.keys()
     assert reg.log_evidence_ == before["log_evidence_"]
+
+
+def test_engine_settings_are_declared_once():
+    # One table of constraints for every engine setting; the estimators'
+    # parameters of the same name use those very objects.
+    from skevidence.inference.config import CONSTRAINTS, SGAISConfig
+
+    names = {f.name for f in dataclasses.fields(SGAISConfig)}
+    assert set(CONSTRAINTS) == names
+    shared = set(EvidenceLinearRegression._parameter_constraints) & names
+    assert {"n_particles", "batch_size", "learning_rate", "reservoir_size"} <= shared
+    for name in shared:
+        assert EvidenceLinearRegression._parameter_constraints[name] is CONSTRAINTS[name]
+    for bad in (dict(n_particles=True), dict(learning_rate=False), dict(move_ess=-0.1)):
+        with pytest.raises(ValueError, match="parameter of SGAISConfig"):
+            SGAISConfig(**bad)

@@ -1,48 +1,56 @@
 """The SGAIS engine's settings: one frozen record, validated on creation."""
 
-import numbers
-import typing
 from dataclasses import dataclass, fields
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils._param_validation import (Interval, StrOptions,
+                                             validate_parameter_constraints)
 
-__all__ = ["SGAISConfig"]
+__all__ = ["SGAISConfig", "CONSTRAINTS", "Number"]
 
 
-# What the annotations of SGAISConfig's fields accept (numpy scalars included).
-_ACCEPTED = {int: numbers.Integral, float: numbers.Real, bool: (bool, np.bool_), str: str,
-             type(None): type(None)}
+class Number(Interval):
+    """scikit-learn's ``Interval``, refusing booleans (``True`` is no count or rate)."""
 
-# The values each field accepts beyond its annotation's types: a number is
-# the smallest a numeric value may be, a tuple the strings a string may be
-# (a typo must not fall back silently to another behaviour: the engine's
-# branches test for one value each). None, where annotated, always passes.
-_ALLOWED = {
-    "n_particles": 2, "batch_size": 1, "n_burnin": 1, "reservoir_size": 1, "warmup_size": 0,
-    "warmup_factor": 1, "n_islands": 1, "first_chunk_size": 1, "annealing_steps_warning": 1,
-    "curvature_ratio": 0.0, "cv_refresh_factor": 1.0, "max_particles": 2,
-    "growth_threshold": 0.0, "move_ess": 0.0, "minibatch_size": 1,
-    "precondition": ("covariance", "model", "curvature"),
-    "control_variate": ("shared", "particle"),
-    "integrator": ("baoab", "sghmc"),
-    "warmup_dtype": ("float32",),
-    "precondition_shrinkage": ("ledoit-wolf",),
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+def _at_least(kind, low, optional=False):
+    return [Number(kind, low, None, closed="left")] + ([None] if optional else [])
+
+
+# The values each field accepts, in the constraint objects of the estimators'
+# parameters (which take theirs from here). A string must be one of its
+# options exactly: a typo must not fall back silently to another behaviour.
+CONSTRAINTS = {
+    "n_particles": _at_least(Integral, 2),
+    "batch_size": _at_least(Integral, 1),
+    "n_burnin": _at_least(Integral, 1),
+    "learning_rate": [Number(Real, 0, None, closed="neither")],
+    "momentum_decay": [Number(Real, 0, 1, closed="right")],
+    "target_ess": [Number(Real, 0, 1, closed="right")],
+    "resample_threshold": [Number(Real, 0, 1, closed="both")],
+    "reservoir_size": _at_least(Integral, 1, optional=True),
+    "precondition": [StrOptions({"covariance", "model", "curvature"}), None],
+    "control_variate": [StrOptions({"shared", "particle"}), None],
+    "cv_refresh_factor": _at_least(Real, 1.0, optional=True),
+    "warmup_size": _at_least(Integral, 0),
+    "warmup_factor": _at_least(Integral, 1),
+    "integrator": [StrOptions({"baoab", "sghmc"})],
+    "precondition_shrinkage": [Number(Real, 0, 1, closed="both"), StrOptions({"ledoit-wolf"})],
+    "curvature_ratio": _at_least(Real, 0.0),
+    "exact_warmup": ["boolean"],
+    "warmup_dtype": [StrOptions({"float32"}), None],
+    "n_islands": _at_least(Integral, 1),
+    "first_chunk_size": _at_least(Integral, 1, optional=True),
+    "annealing_steps_warning": _at_least(Integral, 1, optional=True),
+    "max_particles": _at_least(Integral, 2, optional=True),
+    "growth_threshold": _at_least(Real, 0.0),
+    "move_ess": _at_least(Real, 0.0, optional=True),
+    "minibatch_size": _at_least(Integral, 1, optional=True),
 }
-
-
-def _check_field(name, value, annotation):
-    """``ValueError`` unless ``value`` has a type of ``annotation`` and is in ``_ALLOWED[name]``."""
-    kinds = typing.get_args(annotation) or (annotation,)
-    is_bool = isinstance(value, (bool, np.bool_))
-    if not isinstance(value, tuple(_ACCEPTED[k] for k in kinds)) or (is_bool and bool not in kinds):
-        raise ValueError(f"SGAISConfig.{name} must be of type {annotation}, got {value!r}")
-    allowed = _ALLOWED.get(name)
-    if isinstance(value, str) and isinstance(allowed, tuple) and value not in allowed:
-        choices = allowed + (None,) if type(None) in kinds else allowed
-        number = "a number or " if float in kinds else ""
-        raise ValueError(f"SGAISConfig.{name} must be {number}one of {choices}, got {value!r}")
-    if isinstance(allowed, numbers.Real) and value is not None and not value >= allowed:
-        raise ValueError(f"SGAISConfig.{name} must be at least {allowed}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -208,8 +216,9 @@ default="covariance"
     minibatch_size: int | None = 1000
 
     def __post_init__(self):
-        for f in fields(self):
-            _check_field(f.name, getattr(self, f.name), f.type)
+        validate_parameter_constraints(
+            CONSTRAINTS, {f.name: getattr(self, f.name) for f in fields(self)},
+            caller_name="SGAISConfig")
         self._check_growth()
         self._check_reservoir()
 
