@@ -9,10 +9,17 @@ from skevidence.models import LinearRegressionModel
 from tests.conftest import paper_linear_data
 
 
+class _WithoutSummary(LinearRegressionModel):
+    """The linear model without its summary statistics: stochastic-gradient moves past the warm-up."""
+
+    def summarize(self, batch):
+        return None
+
+
 def _stream(n, seed=0, **settings):
     """SGAIS on the paper's linear data; returns the state and the moves made per chunk."""
     X, y = paper_linear_data(n, 0)
-    model = LinearRegressionModel(X.shape[1], noise_std=1.0, prior_std=1.0)
+    model = _WithoutSummary(X.shape[1], noise_std=1.0, prior_std=1.0)
     config = sgais.SGAISConfig(n_particles=64, n_burnin=5, **settings)
     state = sgais.init(model, config, torch.Generator().manual_seed(seed))
     moves = []

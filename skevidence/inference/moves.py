@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..models.base import take
+from ..models.base import PreparedBatch, take
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
@@ -79,22 +79,41 @@ def sghmc_step_size(model, state, config):
 
 
 def in_exact_warmup(state, config):
-    return (config.exact_warmup and state.n_seen < config.warmup_size
-            and state.reservoir.size == state.n_seen)
+    """Whether the moves are Metropolis-adjusted on the exact posterior.
+
+    In the warm-up while the store holds every observation; past it, for
+    models whose likelihood has summary statistics (:meth:`Model.summarize`).
+    """
+    if not config.exact_warmup:
+        return False
+    if state.n_seen < config.warmup_size:
+        return state.reservoir.size == state.n_seen
+    return state.summary is not None
+
+
+def _past_data(model, state, config, dtype):
+    """The data seen, as :meth:`Model.log_likelihood_and_grad` takes them (None: none yet)."""
+    if state.n_seen == 0:
+        return None
+    if state.n_seen >= config.warmup_size and state.summary is not None:
+        prepared = model.prepare_summary(state.summary)
+        return PreparedBatch(prepared, **{key: value.to(dtype) if torch.is_tensor(value) else value
+                                          for key, value in prepared.stats.items()})
+    return model.prepare_batch(_cast_batch(state.reservoir.data(), dtype))
 
 
 def exact_move(model, state, config, chunk, lam):
     """Metropolis-adjusted moves (:func:`ghmc`) on the exact tempered posterior.
 
-    The log density sums the likelihood of every stored observation, so
-    this is for small ``n`` only (the warm-up). Its step size adapts from
+    The log density sums the likelihood of every stored observation (in
+    the warm-up) or takes it from the model's summary statistics of the
+    data seen (past it, where the model has them). Its step size adapts from
     move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
     carries the acceptance and the next move's step size.
     """
     work = _warmup_dtype(state, config)
     chunk_w = model.prepare_batch(_cast_batch(chunk, work))
-    store = state.reservoir.data() if state.n_seen > 0 else None
-    store = model.prepare_batch(_cast_batch(store, work)) if store is not None else None
+    store = _past_data(model, state, config, work)
 
     def log_density_and_grad(theta):
         log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk_w)

@@ -98,6 +98,8 @@ class SGAISState:
     # Variance of log_evidence accumulated over the weight segments closed
     # by resampling (see segment_variance).
     log_evidence_var: float = 0.0
+    # The sum of Model.summarize over the data seen, for models that have one.
+    summary: dict | None = None
 
     # Counters for the estimators' diagnostics_, summed over the chunks.
     @property

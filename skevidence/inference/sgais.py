@@ -169,10 +169,18 @@ def _condition_on_chunk(model, state, config, chunk, move):
         if lam < 1.0:  # (after the chunk's last move the loop ends)
             loglik = _chunk_log_likelihood(model, state.theta, chunk)
     state.reservoir = state.reservoir.append(chunk, state.generator)
+    state.summary = _summed(state.summary, model.summarize(chunk))
     if state.cv is not None:
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
     return _chunk_info(state, tally)
+
+
+def _summed(summary, new):
+    """The sum of two :meth:`Model.summarize` results (new tensors: states share theirs)."""
+    if summary is None or new is None:
+        return new if summary is None else summary
+    return {key: summary[key] + new[key] for key in summary}
 
 
 def _skips_move(state, config, tally, lam, resampled):

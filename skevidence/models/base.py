@@ -236,6 +236,22 @@ class Model:
         """
         return self.fisher_information(weights @ theta, batch)
 
+    def summarize(self, batch):
+        """Additive statistics of ``batch`` that determine its likelihood, or ``None``.
+
+        Optional. Where a model has them (linear regression: the Gram
+        matrix of the design and the targets), the engine keeps their sum
+        over the data seen, so that past its warm-up it still moves the
+        particles with Metropolis-adjusted steps on the exact posterior, at
+        a cost that does not grow with the data, in place of
+        stochastic-gradient moves. ``None``, the default, means none.
+        """
+        return None
+
+    def prepare_summary(self, summary):
+        """What :meth:`log_likelihood_and_grad` takes for the data a :meth:`summarize` sum stands for."""
+        raise NotImplementedError(f"{type(self).__name__} has no summary statistics")
+
     def prior_precision(self, theta):
         """Negative Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``, or ``None``."""
         return None

@@ -196,11 +196,33 @@ class LinearRegressionModel(Model):
         eye = torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
         z0 = torch.linalg.solve(G + eye / self.prior_std**2, Phi.T @ y_unit)
         r0 = y_unit - Phi @ z0
-        return PreparedBatch(batch, G=G, b=Phi.T @ r0, rr=r0 @ r0, z0=z0)
+        return PreparedBatch(batch, G=G, b=Phi.T @ r0, rr=r0 @ r0, z0=z0, n=X.shape[0])
+
+    def summarize(self, batch):
+        """``Phi'Phi``, ``Phi'y'``, ``y''y'`` and the count, in the sampler's units (float64)."""
+        X, y = (t.to(torch.float64) for t in batch)
+        Phi = self._design(X)
+        y_unit = (y - Phi @ self._prior_mean(Phi)) / self._unit_scale
+        return {"G": Phi.T @ Phi, "u": Phi.T @ y_unit, "yy": y_unit @ y_unit,
+                "n": y.new_tensor(float(y.shape[0]))}
+
+    def prepare_summary(self, summary):
+        """:meth:`prepare_batch`'s statistics from a sum of :meth:`summarize` results.
+
+        ``r0'r0 = y''y' - 2 z0'Phi'y' + z0'Phi'Phi z0`` loses the digits of
+        the targets' variance that the fit explains; in float64 that leaves
+        many more than the likelihood needs.
+        """
+        G, u = summary["G"], summary["u"]
+        eye = torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
+        z0 = torch.linalg.solve(G + eye / self.prior_std**2, u)
+        G_z0 = G @ z0
+        rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
+        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=int(round(float(summary["n"]))))
 
     def _prepared_log_likelihood_and_grad(self, theta, batch):
         """:meth:`log_likelihood_and_grad` from the statistics of :meth:`prepare_batch`."""
-        st, c, n = batch.stats, self.n_coef, batch[0].shape[0]
+        st, c, n = batch.stats, self.n_coef, batch.stats["n"]
         delta = theta[:, :c] - st["z0"]
         G_delta = delta @ st["G"]
         # |y' - Phi z|^2 = rr - 2 delta'b + delta'G delta (>= 0 up to rounding)
