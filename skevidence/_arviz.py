@@ -55,12 +55,7 @@ def _draw_indices(weights, n_draws, random_state):
 
 
 def _pointwise_log_likelihood(est, X, y):
-    """``log p(observation i | particle m)``, ``[M, n]`` float64, and the observed data.
-
-    The inputs are validated as ``partial_fit`` validates them (labels
-    encoded for a classifier) without changing the estimator; the model's
-    batched ``log_likelihood`` runs on all particles at once, on row blocks.
-    """
+    """``log p(observation i | particle m)``, ``[M, n]`` float64, and the observed data."""
     X, y_checked = est._validate_training_data(X, y if est._takes_y() else None, reset=False)
     batch = est._to_batch(X, y_checked)
     batch = tuple(t.to(torch.float64) if t.is_floating_point() else t for t in batch)

@@ -220,12 +220,7 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
 
     @with_torch_threads
     def _fit(self, X, y, reset, **kwargs):
-        """Validate, then run the engine; the estimator changes only if all of it succeeds.
-
-        The fit runs on ``new``, a copy of the estimator (the helpers set
-        their attributes there), and the engine returns a new state instead
-        of editing the old one, so a failed call leaves ``self`` as it was.
-        """
+        """Validate, then run the engine; the estimator changes only if all of it succeeds."""
         new = object.__new__(type(self))
         vars(new).update(vars(self))
         new._check_params()
@@ -252,12 +247,7 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
         return self
 
     def _progress_printer(self, n_new):
-        """A tqdm bar over the observations of this call (``verbose >= 1``).
-
-        It advances at every annealing step, by the chunk's share of the
-        temperature ``lam``, and its count and elapsed time continue those of
-        earlier ``partial_fit`` calls.
-        """
+        """A tqdm bar over the observations of this call (``verbose >= 1``)."""
         if not self.verbose:
             return None
         from tqdm.auto import tqdm

@@ -24,14 +24,7 @@ class PosteriorMixin:
         return max(1, _PREDICT_BLOCK_ELEMENTS // (self.n_particles * max(width, 1)))
 
     def _predict_in_blocks(self, X, compute, width=1):
-        """``compute(block)`` on row blocks of validated ``X``, concatenated.
-
-        ``X`` is checked as :meth:`_check_fitted_input` does; ``compute`` takes
-        a float64 tensor of rows and returns a tensor or a tuple of tensors
-        with the rows first. Blocks keep the ``[n_particles, rows, width]``
-        intermediates of the predictive averages under
-        ``_PREDICT_BLOCK_ELEMENTS``; results equal those of one block.
-        """
+        """``compute(block)`` on row blocks of validated ``X``, concatenated."""
         X = self._check_fitted_input(X)
         rows = self._rows_per_block(width)
         with torch_threads(), torch.no_grad():
@@ -162,13 +155,7 @@ class PosteriorMixin:
         return y
 
     def _natural_parameters(self, theta):
-        """``(params, dims, coords)`` of particles ``theta [M, d]`` for ``to_inference_data``.
-
-        ``params`` maps names to arrays ``[M, ...]``, ``dims`` names to the
-        names of their dimensions after the particles', ``coords`` dimension
-        names to labels. This default, for user models: the arrays of the
-        model's ``unpack(theta)`` when it returns a dict, else ``theta``.
-        """
+        """``(params, dims, coords)`` of particles ``theta [M, d]`` for ``to_inference_data``."""
         unpack = getattr(self._model, "unpack", None)
         if callable(unpack):
             try:

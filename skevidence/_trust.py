@@ -42,7 +42,7 @@ class TrustDiagnosticsMixin:
 
     def _diagnostics(self):
         state = self._state
-        M, d = state.theta.shape
+        d = state.theta.shape[1]
         steps = self.evidence_trace_["n_annealing_steps"]
         gap, optimum, mean_log_p = self._posterior_gap()
         return {
@@ -105,11 +105,7 @@ class TrustDiagnosticsMixin:
                                          threshold)]
 
     def _warn_if_untrustworthy(self):
-        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy.
-
-        A long chunk is warned about once, by the engine's AnnealingWarning;
-        it is only recorded here so that ``diagnostics_["warnings"]`` lists it.
-        """
+        """``diagnostics_``, and a ConvergenceWarning if the run is not trustworthy."""
         diag = self._diagnostics()
         reasons = self._untrustworthy_reasons(diag)
         diag["warnings"] = reasons + self._long_chunk_record()

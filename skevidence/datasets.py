@@ -27,11 +27,7 @@ __all__ = [
 
 
 def _streams(random_state, n):
-    """``n`` independent generators from ``random_state``.
-
-    An int (or None, fresh entropy) seeds ``SeedSequence(random_state)``; a
-    ``SeedSequence`` or a ``Generator`` is spawned from directly.
-    """
+    """``n`` independent generators from ``random_state``."""
     if isinstance(random_state, np.random.Generator):
         return random_state.spawn(n)
     if not isinstance(random_state, np.random.SeedSequence):
@@ -52,11 +48,7 @@ def _validated(**constraints):
 
 
 def _categorical(cum_weights, u):
-    """Index of the category of each uniform ``u`` given cumulative weights.
-
-    ``#{k < K-1 : cum_weights[k] < u}``, capped at ``K - 1`` so that a
-    cumulative sum rounding below one cannot give an index out of range.
-    """
+    """Index of the category of each uniform ``u`` given cumulative weights."""
     K = cum_weights.shape[-1]
     index = (cum_weights[..., :-1] < u[:, None]).sum(axis=1)
     return np.minimum(index, K - 1)

@@ -23,15 +23,10 @@ __all__ = ["detect_shifts", "shift_scores"]
 # for normal data.
 _MAD_TO_STD = 1.4826
 
-# Chunks after a shift left out of the spread estimate: while the posterior
-# settles into the new regime the predictive climbs back over a few chunks
-# (3-4 on a mixture whose clusters moved).
+# Chunks after a shift left out of the spread estimate, while the posterior settles.
 _SETTLE = 3
 
-# Fewest differences the second pass's spread may rest on; with fewer, the
-# first pass's (all chunks, conservative) stands. A median absolute
-# deviation of 5 differences was 2.5 times too small on a linear-regression
-# stream with a change (the example of detect_shifts).
+# Fewest differences the second pass's spread may rest on (fewer: the first pass's stands).
 _MIN_QUIET_DIFFERENCES = 8
 
 
@@ -45,11 +40,7 @@ _SETTINGS_CONSTRAINTS = {
 
 
 def _chunk_log_predictive(trace):
-    """Start, size and mean log predictive per observation of every chunk.
-
-    The increment of the log evidence over a chunk is its log predictive
-    ``log p(chunk | data before it)``.
-    """
+    """Start, size and mean log predictive per observation of every chunk."""
     n_seen = np.asarray(trace["n_seen"], dtype=np.int64)
     log_evidence = np.asarray(trace["log_evidence"], dtype=np.float64)
     start = np.r_[0, n_seen[:-1]]
@@ -59,15 +50,7 @@ def _chunk_log_predictive(trace):
 
 
 def _per_observation_spread(value, size, quiet, min_differences=3):
-    """Robust standard deviation ``s`` of one observation's log predictive.
-
-    A chunk's mean has variance ``s^2 / size``, so successive differences
-    scaled by ``sqrt(1 / size_k + 1 / size_{k-1})`` have standard deviation
-    ``s`` wherever the stream is stationary; their median absolute
-    deviation (over the differences between ``quiet`` chunks, and never the
-    first chunk, predicted by the prior) ignores the few jumps left. NaN
-    with fewer than ``min_differences`` differences.
-    """
+    """Robust standard deviation ``s`` of one observation's log predictive."""
     if value.shape[0] < 4:
         return math.nan
     n = size.astype(np.float64)

@@ -138,10 +138,8 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     (5, 2)
     """
 
-    # A mixture's posterior stays far from Gaussian for longer than a linear
-    # model's, hence the longer exact warm-up; it stays in double precision
-    # because single precision's rounding can make the cloud lose a light
-    # component on long streams.
+    # A longer exact warm-up (the posterior stays far from Gaussian longer), in double
+    # precision (single precision's rounding can lose a light component on long streams).
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
                         "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
 
@@ -187,13 +185,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         )
 
     def _prior_location(self, X):
-        """Prior mean and inverse-gamma scale per feature: given, or from ``X``.
-
-        From the data they follow its scale (as BayesianGaussianMixture's
-        priors do), so rescaling the data by ``c`` rescales the prior with it
-        and shifts the log evidence by exactly ``-N D log c``. A feature
-        constant in ``X`` gets the scale 1.
-        """
+        """Prior mean and inverse-gamma scale per feature: given, or from ``X``."""
         mean_prior = X.mean(0) if self.mean_prior is None else self.mean_prior
         if self.variance_scale is not None:
             return mean_prior, self.variance_scale

@@ -17,7 +17,7 @@ from skevidence import (EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticR
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import Model
 
-from conftest import CHEAP, gaussian_blobs, paper_linear_data
+from tests.conftest import CHEAP, gaussian_blobs, paper_linear_data
 
 az = pytest.importorskip("arviz")
 pd = pytest.importorskip("pandas")

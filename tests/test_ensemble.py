@@ -6,7 +6,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import get_tags
 
-from _standins import NoEvidenceRegressor, StandInClassifier, StandInDensity
+from tests._standins import NoEvidenceRegressor, StandInClassifier, StandInDensity
 from skevidence import EvidenceLinearRegression
 from skevidence.ensemble import BayesianModelAverager
 from tests.conftest import CHEAP

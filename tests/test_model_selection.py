@@ -7,7 +7,7 @@ from sklearn.datasets import make_blobs
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
-from _standins import StandInClassifier, StandInDensity
+from tests._standins import StandInClassifier, StandInDensity
 from skevidence import EvidenceLinearRegression
 from skevidence.ensemble import BayesianModelAverager
 from skevidence.model_selection import EvidenceSearch

@@ -46,11 +46,7 @@ def island_sizes(n_particles, starts):
 
 
 def _island_logsumexp(a, starts):
-    """Log-sum-exp of each contiguous island of ``a``, ``[G]``.
-
-    A segmented reduction (one ``reduceat`` pass over all islands), so it
-    stays apart from the whole-array ``annealing.logsumexp``.
-    """
+    """Log-sum-exp of each contiguous island of ``a``, ``[G]``."""
     m = np.maximum.reduceat(a, starts)
     safe = np.where(np.isfinite(m), m, 0.0)
     sizes = island_sizes(a.shape[0], starts)

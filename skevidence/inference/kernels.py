@@ -194,11 +194,8 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     g = _times_factor(g, chol)  # the gradient in the coordinates L^{-1} theta
     p = _gaussian(M, d, generator, theta)
     accepted = []
-    # The warm-up runs thousands of these steps on small tensors, where each
-    # torch call costs more than its arithmetic: scalar factors ride on
-    # add's alpha, the kinetic energy change is one product
-    # (|p|^2 - |p'|^2 = (p - p') . (p + p')), the uniform's log is an
-    # exponential draw, and a NaN log ratio rejects by itself (NaN < x is False).
+    # Few torch calls per step, since on small tensors each costs more than its arithmetic;
+    # a NaN log ratio rejects by itself (NaN < x is False).
     for _ in range(n_steps):
         p = torch.add(p.mul_(keep), _gaussian(M, d, generator, theta), alpha=refresh)
         p_half = torch.add(p, g, alpha=0.5 * eps)

@@ -51,16 +51,12 @@ __all__ = ["init", "update", "nested_sampling", "constrained_hmc",
 REPLACE_FRACTION = 1 / 8
 # Stop when the live points can add at most this much to log Z.
 DLOGZ = 0.01
-# Leapfrog steps per trajectory of the constrained moves; a new point makes
-# max(n_burnin, n_params) / 2 trajectories (n_trajectories). Fewer steps
-# leave the new points correlated with the survivors they were copied from, so the
-# spread of the evidence exceeds its stated sqrt(H / n_live); 8 is where
-# the two agreed (see docs/benchmarks.rst).
+# Leapfrog steps per trajectory of the constrained moves: fewer leave new points correlated
+# with their survivors, so the evidence spreads beyond sqrt(H / n_live) (docs/benchmarks.rst).
 TRAJECTORY_STEPS = 8
 # Target acceptance of the constrained trajectories (step size adapted to it).
 TARGET_ACCEPTANCE = 0.6
-# Cap on the iterations (a healthy run on the paper's models needs 150-250): a
-# run that needs more (extreme prior-data conflict) warns instead of hanging.
+# Cap on the iterations: a run that needs more (prior-data conflict) warns instead of hanging.
 MAX_ITERATIONS = 20_000
 
 

@@ -37,13 +37,8 @@ __all__ = ["init", "update", "chunk_ends"]
 init = sgais.init
 
 
-# Chunks grow by this factor until they hold batch_size observations. A
-# chunk's predictive rests on particles that lag the posterior (one move
-# per chunk), and its log-mean underestimates more the larger the chunk
-# is relative to the data seen. 1.05 is the largest factor whose bias
-# stayed within the error bar against an importance-sampling reference;
-# larger factors are cheaper but collapse the predictive's ESS (see
-# docs/benchmarks.rst).
+# Chunks grow by this factor until they hold batch_size observations: the largest whose
+# bias (particles lagging the posterior) stays within the error bar (docs/benchmarks.rst).
 GROWTH = 1.05
 
 

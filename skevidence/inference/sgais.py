@@ -133,11 +133,7 @@ def _counting(move, steps, callback):
 
 
 def _condition_on_chunk(model, state, config, chunk, move):
-    """Anneal the particles from the posterior without ``chunk`` to the one with it.
-
-    Edits ``state``, the update's own copy, and returns the chunk's
-    :class:`ChunkInfo`.
-    """
+    """Anneal the particles from the posterior without ``chunk`` to the one with it."""
     _maybe_refresh_reference(model, state, config)
     lam, tally = 0.0, ChunkTally(n_particles=state.theta.shape[0])
     var_before = variance_so_far(state)
@@ -186,15 +182,7 @@ def _summed(summary, new):
 def _skips_move(state, config, tally, lam, resampled):
     """Whether a chunk taken in one annealing step can keep its particles unmoved.
 
-    Past the warm-up a chunk of ``b`` observations adds about ``(d / 2) b /
-    n`` nats of information, so late in a stream one annealing step takes it
-    with the weights' ESS still near ``M``. The weighted particles represent
-    the posterior already; they need a move only once the ESS, falling over
-    the chunks, is below ``move_ess * M``, or resampling made copies (IBIS,
-    Chopin 2002). Chunks of several steps keep every move: their weights
-    have moved away from the particles' positions, and skipping any of
-    their moves let the cloud lag the posterior and biased the evidence low
-    on long streams (see docs/benchmarks.rst).
+    Chunks of several steps keep every move: skipping one let the cloud lag the posterior.
     """
     threshold = config.move_ess
     if threshold is None or lam < 1.0 or tally.n_steps > 1 or resampled:
@@ -275,10 +263,7 @@ def _islands_to_resample(state, config):
 
 
 def _resample(state, which):
-    """Systematic resampling within the islands flagged in ``which`` ``[G]``.
-
-    Returns the number of islands resampled.
-    """
+    """Systematic resampling within the islands flagged in ``which`` ``[G]``; returns how many."""
     live = np.isfinite(islands.island_log_mass(state.log_W, state.island_starts))
     which = which & live
     if not which.any():
@@ -299,10 +284,7 @@ def _resample(state, which):
 def _discard_diverged(state):
     """Give particles that left the finite numbers zero weight and resample.
 
-    A rare divergence of one particle is repaired here instead of poisoning
-    the evidence with NaN; if every particle diverged there is nothing to
-    repair from and the error says so. Returns the number of live particles
-    lost, their share of the live ones, and the islands resampled.
+    Returns the live particles lost, their share of the live ones, and the islands resampled.
     """
     ok = torch.isfinite(state.theta).all(1).cpu().numpy()
     if ok.all():
@@ -348,15 +330,7 @@ def _maybe_refresh_reference(model, state, config):
 
 
 def _refresh_factor(cv, config):
-    """Growth of the data between two refreshes of the control variate's reference.
-
-    The mini-batch noise grows with the particles' distance from the
-    reference, and a reference that lags the moving posterior biases the
-    evidence low (see docs/benchmarks.rst), so one shared reference, cheap
-    to move (two gradients per stored observation, amortised over the
-    growth of the data), follows the particles closely (1.1); one reference
-    per particle costs ``M`` times as much, so it moves less often (2.0).
-    """
+    """Growth of the data between two refreshes of the control variate's reference."""
     if config.cv_refresh_factor is not None:
         return config.cv_refresh_factor
     return 1.1 if cv.theta_ref.shape[0] == 1 else 2.0

@@ -131,8 +131,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         "prior_std": [POSITIVE_FINITE],
     }
 
-    # The exact warm-up is most of a short fit; in single precision it costs
-    # about half, and the rounding only perturbs the Metropolis test.
+    # The exact warm-up runs in single precision: its rounding only perturbs the Metropolis test.
     _engine_defaults = {"warmup_dtype": "float32"}
 
     def __init__(
@@ -159,9 +158,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     def _validate_training_data(self, X, y, reset, classes=None):
         """Check ``X, y`` and encode the labels as indices into ``classes_``.
 
-        ``fit`` takes the classes from ``y`` (at least two); the first
-        ``partial_fit`` needs them in ``classes``, as in scikit-learn, since
-        a batch need not hold every class; later batches may only use them.
+        The first ``partial_fit`` needs ``classes``, since a batch need not hold every class.
         """
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
         check_classification_targets(y)

@@ -311,12 +311,7 @@ class LinearRegressionModel(Model):
     # -- closed forms ---------------------------------------------------------
 
     def _conjugate_update(self, batch, weights=None):
-        """Design, centred targets and the Cholesky factor of the posterior precision.
-
-        Returns ``Phi``, ``r = y - Phi mu``, ``L`` with ``L L^T = A =
-        I / prior_std^2 + Phi^T W Phi`` (in units of ``sigma^2``) and the
-        posterior mean offset ``m = A^{-1} Phi^T W r``, all float64.
-        """
+        """Design, centred targets and the Cholesky factor of the posterior precision."""
         X, y = (t.to(torch.float64) for t in batch)
         Phi = self._design(X)
         r = y - Phi @ self._prior_mean(Phi)

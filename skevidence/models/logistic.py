@@ -52,11 +52,7 @@ class LogisticRegressionModel(GaussianPriorModel):
     def _scores(self, theta, X):
         """Class scores ``W x + b`` in the layout ``[M, K, B]``.
 
-        One ``[M K, p] x [p, B]`` product for all particles (the biases
-        added inside it), and the data index last so that the reductions
-        over the (few) classes run over contiguous rows of ``B``: torch's
-        reductions over a short last dimension (``K`` classes) are many
-        times slower than over a long contiguous one.
+        The data index is last because torch reduces slowly over a short last dimension.
         """
         W, b = self.unpack(theta)
         flat = W.reshape(-1, self.n_features)
@@ -158,20 +154,13 @@ class LogisticRegressionModel(GaussianPriorModel):
         return self._label_statistics(X, y, proba.dtype) - self._expected_statistics(proba, X)
 
     def _label_statistics(self, X, y, dtype):
-        """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]``.
-
-        The same for every particle: one ``[K, B] x [B, p]`` product.
-        """
+        """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]``."""
         onehot = torch.nn.functional.one_hot(y, self.n_classes).T.to(dtype)  # [K, B]
         s = (onehot @ X.to(dtype)).reshape(-1)
         return torch.cat([s, onehot.sum(1)]) if self.fit_intercept else s
 
     def _expected_statistics(self, proba, X):
-        """``sum_n p_n [x_n, 1]`` per particle, ``[M, d]``, from ``proba [M, K, B]``.
-
-        One ``[p, B] x [B, M K]`` product, which torch ran twice as fast as
-        ``[M K, B] x [B, p]``.
-        """
+        """``sum_n p_n [x_n, 1]`` per particle, ``[M, d]``, from ``proba [M, K, B]``."""
         M, K, B = proba.shape
         expected = (X.T @ proba.reshape(M * K, B).T).T.reshape(M, -1)
         if not self.fit_intercept:
@@ -185,10 +174,8 @@ def _picked(scores, y):
     return scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)
 
 
-# The class reductions below overwrite the scores in place: a fresh
-# [M, K, B] tensor per operation (torch.softmax, a shifted copy) costs more
-# in allocation than the arithmetic does at the engine's sizes.
-# Scores that autograd tracks (the posterior-gap check) are copied first.
+# The class reductions below overwrite the scores in place, since allocating a fresh
+# [M, K, B] tensor costs more than the arithmetic; tracked scores are copied first.
 
 
 def _softmax_classes_(scores):
@@ -200,11 +187,7 @@ def _softmax_classes_(scores):
 
 
 def _log_normalizer_(scores, with_proba=False):
-    """``logsumexp`` over dim 1 of ``[M, K, B]``, and optionally the softmax.
-
-    Shifted by the max for stability; ``scores`` is overwritten (by the
-    softmax when ``with_proba``).
-    """
+    """``logsumexp`` over dim 1 of ``[M, K, B]``, and optionally the softmax."""
     top = scores.detach().amax(dim=1, keepdim=True)  # a constant shift
     if scores.requires_grad:
         scores = scores - top

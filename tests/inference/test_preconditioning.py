@@ -1,7 +1,9 @@
-"""Posteriors with more parameters than particles: the curvature preconditioner."""
+"""Preconditioning: the curvature preconditioner for posteriors with more parameters than
+particles, and the per-particle ``precondition="model"``."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -109,3 +111,24 @@ def test_fewer_particles_than_parameters_reach_the_posterior():
     # cloud 240-300 nats below the mode and log Z 160-210 nats low.
     ll_cov, log_z_cov = _fit(curvature_ratio=0.0)
     assert ll_cov < -71.7 - 150.0 and math.isfinite(log_z_cov)
+
+
+def _run_model_preconditioned(precondition, batch):
+    model = LinearRegressionModel(3)
+    config = sgais.SGAISConfig(n_particles=16, n_burnin=5, precondition=precondition)
+    state = sgais.init(model, config, torch.Generator().manual_seed(0))
+    state = sgais.update(model, state, config, batch)
+    return state
+
+
+def test_default_posterior_scale_reproduces_the_isotropic_preconditioner():
+    # Model.posterior_scale defaults to 1/sqrt(n_eff): running the kernel in
+    # theta / s with the identity must equal the isotropic preconditioner
+    # up to rounding, which checks the change of coordinates.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 3))
+    y = X @ [1.0, -0.5, 0.2] + 0.3 + rng.standard_normal(600)
+    batch = (torch.as_tensor(X), torch.as_tensor(y))
+    a, b = _run_model_preconditioned(None, batch), _run_model_preconditioned("model", batch)
+    torch.testing.assert_close(a.theta, b.theta, rtol=1e-8, atol=1e-10)
+    assert abs(a.log_evidence - b.log_evidence) < 1e-8

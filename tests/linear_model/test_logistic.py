@@ -1,3 +1,5 @@
+"""EvidenceLogisticRegression: evidence against quadrature, model choice, labels, predictions, bad input."""
+
 import pickle
 
 import numpy as np
@@ -10,51 +12,9 @@ from sklearn.datasets import make_blobs
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
-from skevidence.models.base import Model
 
 # Small, fast settings where the evidence's accuracy is not the point.
 FAST = dict(n_particles=16, n_burnin=2, random_state=0)
-
-
-# -- the model ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("fit_intercept", [True, False])
-def test_analytic_gradients_match_autograd(fit_intercept):
-    model = LogisticRegressionModel(3, 4, fit_intercept=fit_intercept, prior_std=0.7)
-    gen = torch.Generator().manual_seed(0)
-    theta = 3.0 * model.sample_prior(6, gen)  # large scores: saturated softmax too
-    X = torch.randn(50, 3, generator=gen, dtype=torch.float64)
-    y = torch.randint(4, (50,), generator=gen)
-    torch.testing.assert_close(model.grad_log_likelihood(theta, (X, y)),
-                               Model.grad_log_likelihood(model, theta, (X, y)))
-    torch.testing.assert_close(model.grad_log_prior(theta), Model.grad_log_prior(model, theta))
-
-
-def test_log_likelihood_and_prior_match_direct_formulas():
-    model = LogisticRegressionModel(3, 4, prior_std=2.0)
-    gen = torch.Generator().manual_seed(1)
-    theta = model.sample_prior(5, gen)
-    assert theta.shape == (5, model.n_params) and model.n_params == 16
-    X = torch.randn(20, 3, generator=gen, dtype=torch.float64)
-    y = torch.randint(4, (20,), generator=gen)
-    W, b = theta[:, :12].reshape(5, 4, 3), theta[:, 12:]  # the documented layout
-    logits = torch.einsum("np,mkp->mnk", X, W) + b[:, None, :]
-    expected = torch.log_softmax(logits, -1)[:, torch.arange(20), y]
-    torch.testing.assert_close(model.log_likelihood(theta, (X, y)), expected)
-    proba = model.predict_proba(theta, X)
-    assert proba.shape == (5, 20, 4)
-    torch.testing.assert_close(proba, torch.softmax(logits, -1))
-    prior = torch.distributions.Normal(0.0, 2.0).log_prob(theta).sum(1)
-    torch.testing.assert_close(model.log_prior(theta), prior)
-
-
-def test_log_likelihood_is_finite_for_huge_scores():
-    model = LogisticRegressionModel(1, 2, fit_intercept=False)
-    theta = torch.tensor([[1000.0, -1000.0]], dtype=torch.float64)
-    X = torch.tensor([[1.0], [-1.0]], dtype=torch.float64)
-    ll = model.log_likelihood(theta, (X, torch.tensor([1, 1])))
-    assert ll[0, 0].item() == pytest.approx(-2000.0) and ll[0, 1].item() == pytest.approx(0.0)
 
 
 # -- the evidence against quadrature -----------------------------------------------
@@ -305,26 +265,3 @@ def test_bad_parameters_raise_value_error():
         EvidenceLogisticRegression(prior_std=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="n_particles"):
         EvidenceLogisticRegression(n_particles=0).fit(X, y)
-
-
-def test_fused_log_likelihood_and_grad_match_the_separate_methods():
-    model = LogisticRegressionModel(3, 4)
-    g = torch.Generator().manual_seed(0)
-    theta = 3.0 * torch.randn(5, model.n_params, generator=g, dtype=torch.float64)
-    X = torch.randn(40, 3, generator=g, dtype=torch.float64)
-    y = torch.randint(4, (40,), generator=g)
-    log_lik, grad = model.log_likelihood_and_grad(theta, (X, y))
-    expected_log_lik, expected_grad = Model.log_likelihood_and_grad(model, theta, (X, y))
-    torch.testing.assert_close(log_lik, expected_log_lik, rtol=1e-12, atol=1e-10)
-    torch.testing.assert_close(grad, expected_grad, rtol=1e-12, atol=1e-10)
-
-
-def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
-    model = LogisticRegressionModel(3, 4)
-    g = torch.Generator().manual_seed(1)
-    theta = 3.0 * torch.randn(5, model.n_params, generator=g, dtype=torch.float64)
-    X = torch.randn(40, 3, generator=g, dtype=torch.float64)
-    y = torch.randint(4, (40,), generator=g)
-    for a, b in zip(model.log_likelihood_and_grad(theta, (X, y)),
-                    model.log_likelihood_and_grad(theta, model.prepare_batch((X, y)))):
-        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)

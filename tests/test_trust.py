@@ -7,13 +7,13 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from _standins import StandInClassifier
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
-from skevidence.inference import islands, sgais
+from skevidence.inference import sgais
 from skevidence.model_selection import EvidenceSearch
 from skevidence.models import LinearRegressionModel
+from tests._standins import StandInClassifier
 from tests.conftest import CHEAP, paper_linear_data
 
 
@@ -27,20 +27,6 @@ def test_segment_variance_is_inverse_ess_minus_inverse_m():
     ess = 1.0 / np.exp(2 * log_W).sum()
     assert sgais.segment_variance(log_W) == pytest.approx(1 / ess - 1 / 50, rel=1e-12)
     assert sgais.segment_variance(np.full(50, -np.log(50))) == pytest.approx(0.0, abs=1e-15)
-
-
-def test_island_resampling_keeps_each_island_mass_and_stays_inside():
-    rng = np.random.default_rng(1)
-    log_W = rng.standard_normal(30) * 2
-    log_W -= np.logaddexp.reduce(log_W)
-    starts = islands.island_starts(30, 4)
-    which = np.array([True, False, True, True])
-    index, new = islands.systematic_resample_islands(log_W, 0.37, starts, which)
-    np.testing.assert_allclose(islands.island_log_mass(new, starts),
-                               islands.island_log_mass(log_W, starts), rtol=1e-12)
-    island_of = np.repeat(np.arange(4), islands.island_sizes(30, starts))
-    assert np.array_equal(island_of[index], island_of)
-    assert np.array_equal(index[island_of == 1], np.flatnonzero(island_of == 1))
 
 
 def _linear_runs(seeds, n, **params):
