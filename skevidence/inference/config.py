@@ -97,7 +97,8 @@ default="covariance"
         particles in different modes of a multimodal posterior (the
         relabellings of a mixture) each move on their own scale, which one
         covariance across the cloud cannot give; ``"curvature"``:
-        the model's Laplace precision at the particles' mean; ``None``:
+        the model's Laplace precision averaged over the particles (the
+        default of :class:`~skevidence.EvidenceLinearRegression`); ``None``:
         isotropic, ``learning_rate / n`` after ``n`` observations.
     control_variate : {"shared", "particle"} or None, default="shared"
         Control variate of the mini-batch gradient of the past data, whose

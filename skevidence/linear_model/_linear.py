@@ -104,6 +104,13 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     engine is equivariant under ``y -> a y + c``, so the annealing path and
     the cost do not depend on the units of ``y`` either.
 
+    The likelihood depends on the data only through their Gram matrix,
+    which the engine sums chunk by chunk; so the moves are
+    Metropolis-adjusted on the exact tempered posterior at every ``n``, in
+    the metric of the posterior's precision, and adapt their own step:
+    ``learning_rate`` matters only with ``engine_options={{"exact_warmup":
+    False}}``.
+
     On the paper's model (``noise_std=1.0, prior_std=1.0,
     intercept_prior_mean=0.0``) the evidence can be checked against the
     closed form (``exact_log_evidence``); the errors, and the measurements
@@ -138,6 +145,10 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     >>> mean.shape, std.shape
     ((2,), (2,))
     """
+
+    # The Laplace precision is the posterior's own (exact with known noise):
+    # a better metric for the moves than the particles' noisy covariance.
+    _engine_defaults = {"precondition": "curvature"}
 
     _parameter_constraints = {
         **BaseEvidenceEstimator._parameter_constraints,

@@ -62,9 +62,12 @@ class Model:
 
     Gradients come from autograd through these methods; a model may
     override :meth:`grad_log_prior` and :meth:`grad_log_likelihood` with a
-    closed form where that is faster. Compute every quantity for all
-    particles in one batched operation (no Python loop over particles or
-    observations) and in log space where probabilities could underflow.
+    closed form where that is faster; :meth:`fisher_information` and
+    :meth:`prior_precision` give a preconditioner for many parameters, and
+    :meth:`summarize` lets the moves stay exact on long streams. Compute
+    every quantity for all particles in one batched operation (no Python
+    loop over particles or observations) and in log space where
+    probabilities could underflow.
 
     Pass a model to :func:`skevidence.log_evidence` or
     :class:`skevidence.EvidenceModel`; see :doc:`/user_guide/custom_models`.

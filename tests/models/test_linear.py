@@ -162,3 +162,23 @@ def test_unknown_noise_fisher_information_is_the_expected_negative_hessian():
     assert torch.all(info[:c, c] == 0)
     single = model.fisher_information(thetas[0], batch)
     torch.testing.assert_close(single[:c, :c], -hessians[0][:c, :c])
+
+
+@pytest.mark.parametrize("noise_std", [1.0, None])
+def test_summed_summaries_stand_for_the_data(noise_std):
+    # Two chunks' summaries, summed, give the log-likelihood and gradient of
+    # the two chunks together, as prepare_batch does (the engine's exact
+    # moves past the warm-up rely on it).
+    X, y = paper_linear_data(300, seed=6, n_features=4)
+    model = LinearRegressionModel(4, prior_std=0.7, noise_std=noise_std, intercept_prior_mean=0.5)
+    batch = (torch.as_tensor(X), torch.as_tensor(y))
+    first, second = (model.summarize(tuple(t[s] for t in batch))
+                     for s in (slice(0, 120), slice(120, None)))
+    summed = model.prepare_summary({key: first[key] + second[key] for key in first})
+    theta = torch.randn(5, model.n_params, dtype=torch.float64)
+    log_lik, grad = model.log_likelihood_and_grad(theta, summed)
+    expected_log_lik, expected_grad = model.log_likelihood_and_grad(
+        theta, model.prepare_batch(batch))
+    torch.testing.assert_close(log_lik, expected_log_lik)
+    torch.testing.assert_close(grad, expected_grad)
+    torch.testing.assert_close(log_lik, model.log_likelihood(theta, batch).sum(1))
