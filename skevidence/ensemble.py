@@ -7,6 +7,7 @@ from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 
 from ._averaging import AveragedPredictionsMixin, members_are
+from ._docstrings import method_doc
 from ._meta import (
     _KINDS,
     EvidenceTieWarning,
@@ -194,15 +195,13 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
 
     # -- fitting ---------------------------------------------------------------
 
+    @method_doc
     def fit(self, X, y=None, **fit_params):
         """Clone and fit every member on ``(X, y)``, then weight them by evidence.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets (``None`` for density estimators).
+        {fit_Xy}
         **fit_params : dict
             Passed to every member's ``fit``.
 
@@ -218,6 +217,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         return self
 
     @available_if(_members_have("partial_fit"))
+    @method_doc
     def partial_fit(self, X, y=None, classes=None):
         """Condition every member on one more batch and update the weights.
 
@@ -227,15 +227,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         fitted attributes; the ``n_samples_seen_`` check then reports the
         mismatch on the next call.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs of the batch.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets of the batch (``None`` for density estimators).
-        classes : array-like of shape (n_classes,) or None, default=None
-            Classifiers only: every class of the stream, needed on the first
-            call (as in scikit-learn's ``partial_fit``).
+        {batch}
 
         Returns
         -------
@@ -316,15 +308,13 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         return self
 
     @available_if(members_are(*_KINDS))
+    @method_doc
     def score(self, X, y=None, sample_weight=None):
         """R^2 (regressors), accuracy (classifiers) or mean log density.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            True targets (ignored for density estimators).
+        {test_Xy}
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Sample weights.
 

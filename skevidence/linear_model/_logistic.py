@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator
-from .._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from .._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
 from .._validation import POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
 
@@ -236,6 +236,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     def _observed_targets(self, y):
         return self.classes_[y]  # the labels, not their indices
 
+    @method_doc
     def predict_log_proba(self, X):
         """Log of the posterior-predictive class probabilities.
 
@@ -243,10 +244,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         computed in log space (logsumexp), so tiny probabilities keep their
         digits.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -264,6 +262,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         # The mixture sums to one exactly; renormalise its rounding away.
         return (log_proba - torch.logsumexp(log_proba, dim=1, keepdim=True)).clamp_max(0.0)
 
+    @method_doc
     def predict_proba(self, X):
         """Posterior-predictive class probabilities.
 
@@ -271,10 +270,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         ``particle_weights_``; unlike a point estimate it widens where the
         posterior is uncertain.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -284,6 +280,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         """
         return normalize_proba(np.exp(self.predict_log_proba(X)))
 
+    @method_doc
     def decision_function(self, X):
         """Scores from the posterior-predictive probabilities.
 
@@ -291,10 +288,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         two classes, as in scikit-learn, a single column: the log odds of
         ``classes_[1]`` against ``classes_[0]``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -306,13 +300,11 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
             return log_proba[:, 1] - log_proba[:, 0]
         return log_proba
 
+    @method_doc
     def predict(self, X):
         """The class with the largest posterior-predictive probability.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
