@@ -42,27 +42,12 @@ def _members_have(method):
 class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     """Average the predictions of several models, weighted by their evidence.
 
-    Bayesian model averaging: every member ``M_k`` is fitted on the same
-    data ``D``, gets the posterior probability
-    ``p(M_k | D) = p(D | M_k) p(M_k) / sum_j p(D | M_j) p(M_j)`` from its
-    ``log_evidence_`` and the ``prior``, and the prediction is the mixture of
-    the members' posterior predictives with these weights. The members must
-    all be regressors, all classifiers or all density estimators, and must
-    expose ``log_evidence_`` once fitted (every skevidence estimator does;
-    a :class:`~sklearn.pipeline.Pipeline` whose last step does is accepted
-    too, its evidence being that of the last step on the transformed inputs).
-
-    The evidences are only comparable when every member has been
-    conditioned on exactly the same data. ``fit`` and ``partial_fit``
-    guarantee this for the members they fit, and check that the members'
-    ``n_samples_seen_`` agree.
-
-    The averager is a regressor, a classifier or a density estimator as its
-    members are: :func:`sklearn.base.is_regressor` and
-    :func:`sklearn.base.is_classifier` follow them, and only the matching
-    methods are available (``predict`` for regressors and classifiers,
-    ``predict_proba`` for classifiers, ``score_samples`` for density
-    estimators).
+    The prediction mixes the members' posterior predictives with weights
+    ``p(M_k | D)`` from their ``log_evidence_`` and the ``prior``
+    (:ref:`model_averaging`). The members, fitted on the same data (``fit``
+    and ``partial_fit`` check their ``n_samples_seen_``), must all be
+    regressors, classifiers or density estimators with ``log_evidence_``
+    (or pipelines whose last step has it); the averager is of their kind.
 
     Parameters
     ----------

@@ -48,17 +48,11 @@ def _search_estimator_has(method):
 class EvidenceSearch(BaseEstimator):
     """Rank the candidates of a parameter grid by their Bayesian evidence.
 
-    Like :class:`~sklearn.model_selection.GridSearchCV`, but without
-    cross-validation: every candidate is fitted once on all the data and
-    scored by its ``log_evidence_``, which already penalises complexity
-    (Occam's razor), so no data are held out. Candidates are fitted with
-    joblib ``Parallel``, so ``joblib.parallel_backend("dask")`` spreads a
-    large grid over a cluster. ``partial_fit`` streams batches to every
-    candidate, so the ranking is updated online.
-
-    Every candidate is a clone of ``estimator`` with its parameters set;
-    clones keep ``estimator``'s ``random_state``, so the results do not
-    depend on ``n_jobs`` or on the joblib backend.
+    Like :class:`~sklearn.model_selection.GridSearchCV` without
+    cross-validation: every candidate, a clone of ``estimator`` (with its
+    ``random_state``) with its parameters set, is fitted once on all the
+    data (with joblib) and scored by its ``log_evidence_``
+    (:ref:`model_selection`); ``partial_fit`` updates the ranking online.
 
     Parameters
     ----------
