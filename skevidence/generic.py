@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import validate_data
 
-from ._base import BaseEvidenceEstimator
+from ._base import BaseEvidenceEstimator, store_init_params
 from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
 from .models.base import Model
 
@@ -186,14 +186,7 @@ class EvidenceModel(BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.model = model
+        store_init_params(self, locals())
 
     # -- validation and the model ----------------------------------------------------
 

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, validate_parameter_constra
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import feature_coords
-from ._base import BaseEvidenceEstimator
+from ._base import BaseEvidenceEstimator, store_init_params
 from ._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
 from ._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from .models import GaussianMixtureModel
@@ -156,19 +156,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.n_components = n_components
-        self.weight_concentration = weight_concentration
-        self.variance_shape = variance_shape
-        self.variance_scale = variance_scale
-        self.mean_prior = mean_prior
-        self.mean_variance_factor = mean_variance_factor
+        store_init_params(self, locals())
 
     # -- validation and the model ----------------------------------------------------
 

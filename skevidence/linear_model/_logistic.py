@@ -10,7 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import validate_data
 
 from .._arviz import feature_coords
-from .._base import BaseEvidenceEstimator
+from .._base import BaseEvidenceEstimator, store_init_params
 from .._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
 from .._validation import POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
@@ -141,15 +141,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.fit_intercept = fit_intercept
-        self.prior_std = prior_std
+        store_init_params(self, locals())
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,
