@@ -97,15 +97,11 @@ def _check_output(model, name, value, shape, dtype, finite=True):
 class EvidenceModel(BaseEvidenceEstimator):
     __doc__ = f"""Log evidence of a user-written model, by SGAIS, with streaming updates.
 
-    The generic estimator behind :func:`log_evidence`: ``model`` is any
-    :class:`skevidence.models.Model` (a torch prior and log-likelihood over
-    an unconstrained parameter vector; gradients by autograd unless the
-    model gives them), and ``fit`` / ``partial_fit`` condition its posterior
-    on the rows of ``X`` (and ``y``), as the built-in estimators do for
-    theirs. The data reach the model as a tuple of tensors, ``(X,)`` or
-    ``(X, y)``, in ``dtype``; the rows are the observations (the engine
-    draws mini-batches of rows), so ``log_likelihood`` must return one
-    term per row.
+    The generic estimator behind :func:`log_evidence`: ``fit`` /
+    ``partial_fit`` condition the posterior of any
+    :class:`skevidence.models.Model` on the rows of ``X`` (and ``y``), which
+    reach it as the tensors ``(X,)`` or ``(X, y)`` in ``dtype``, one
+    ``log_likelihood`` term per row (:ref:`custom_models`).
 
     Parameters
     ----------

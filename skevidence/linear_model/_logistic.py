@@ -48,16 +48,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     independent ``N(0, prior_std^2)`` priors (Cameron, Eggers & Kroon 2019,
     Appendix B.2). The parameterisation is kept as in the paper although it
     is redundant: the evidence belongs to this model, so two classes have
-    ``2 (n_features + 1)`` parameters. ``fit`` starts over; ``partial_fit``
-    conditions the current posterior on more data, at a cost per batch that
-    does not grow with the data already seen. Predictions average the
-    particles' class probabilities with their importance weights (the
-    posterior predictive).
-
-    The prior is per unit of feature, so standardise the features first
-    (``make_pipeline(StandardScaler(), EvidenceLogisticRegression())``);
-    ``fit`` warns when a feature's root-mean-square scale is outside
-    [0.1, 10].
+    ``2 (n_features + 1)`` parameters. Predictions are the posterior
+    predictive (:ref:`estimators`). The prior is per unit of feature, so
+    standardise the features first; ``fit`` warns when a feature's
+    root-mean-square scale is outside [0.1, 10] (:ref:`preparing_data`).
 
     Parameters
     ----------
