@@ -5,6 +5,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import method_doc
 from ._validation import normalize_proba
 from .inference.annealing import logsumexp
 
@@ -31,6 +32,7 @@ class AveragedPredictionsMixin:
     """
 
     @available_if(members_are("regressor", "classifier"))
+    @method_doc
     def predict(self, X, return_std=False):
         """Posterior-predictive prediction of the averaged model.
 
@@ -40,10 +42,7 @@ class AveragedPredictionsMixin:
         accept ``return_std``). Classifiers: the class of largest averaged
         probability.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
         return_std : bool, default=False
             Regressors only: also return the predictive standard deviation.
 
@@ -84,39 +83,28 @@ class AveragedPredictionsMixin:
         return np.stack(out)  # [K, n_samples, n_classes]
 
     @available_if(members_are("classifier"))
+    @method_doc
     def predict_proba(self, X):
         """Averaged class probabilities ``sum_k w_k p_k(c | x)``.
 
         A class some member does not know gets probability 0 from it.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``; rows in [0, 1] that sum
-            to 1 to machine precision.
+        {proba} Rows sum to 1 to machine precision.
         """
         check_is_fitted(self, "weights_")
         probas = self._aligned_member_probas(X, "predict_proba")
         return normalize_proba(np.tensordot(self.weights_, probas, axes=1))
 
     @available_if(members_are("classifier"))
+    @method_doc
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
+        {log_proba}
         """
         check_is_fitted(self, "weights_")
         if all(hasattr(est, "predict_log_proba") for est in self.estimators_):
@@ -131,18 +119,13 @@ class AveragedPredictionsMixin:
         return np.minimum(log_proba - logsumexp(log_proba.T)[:, None], 0.0)
 
     @available_if(members_are("density_estimator"))
+    @method_doc
     def score_samples(self, X):
         """Log density of the averaged model, ``log sum_k w_k p_k(x)``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
-        Returns
-        -------
-        log_density : ndarray of shape (n_samples,)
-            Log posterior-predictive density of every sample.
+        {log_density}
         """
         check_is_fitted(self, "weights_")
         scores = np.stack([np.asarray(est.score_samples(X), dtype=np.float64)

@@ -38,16 +38,24 @@ def _trace_arrays(records):
             for f in dataclasses.fields(sgais.ChunkInfo)}
 
 
+def store_init_params(estimator, params):
+    """The body of an estimator's ``__init__``: every argument (``locals()``) stored as given."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator):
     """Base class of the SGAIS estimators. Not for direct use.
 
     It holds the parameters every estimator shares, their constraints, and
     ``fit`` / ``partial_fit``. Subclasses add their model's parameters
-    (``{**BaseEvidenceEstimator._parameter_constraints, ...}`` and
-    ``super().__init__(...)``) and implement the hooks ``_make_model(X, y)``,
-    ``_validate_training_data`` and ``_to_batch``; ``_engine_defaults`` holds
-    the engine settings that depend on the model (a user overrides them per
-    instance with ``engine_options``).
+    (``{**BaseEvidenceEstimator._parameter_constraints, ...}``, and
+    ``store_init_params(self, locals())`` in ``__init__``), implement the
+    hooks ``_make_model(X, y)``, ``_validate_training_data`` and
+    ``_to_batch``; ``_engine_defaults`` holds the engine settings that
+    depend on the model (a user overrides them per instance with
+    ``engine_options``).
     """
 
     # Engine settings that are per model rather than per user (read-only:
@@ -78,21 +86,7 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
                  learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
                  reservoir_size=None, device="cpu", dtype="float64", random_state=None,
                  verbose=0, engine_options=None, method="sgais"):
-        self.n_particles = n_particles
-        self.max_particles = max_particles
-        self.batch_size = batch_size
-        self.n_burnin = n_burnin
-        self.learning_rate = learning_rate
-        self.momentum_decay = momentum_decay
-        self.target_ess = target_ess
-        self.resample_threshold = resample_threshold
-        self.reservoir_size = reservoir_size
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
-        self.engine_options = engine_options
-        self.method = method
+        store_init_params(self, locals())
 
     def _check_params(self):
         """Validate the settings: the declared constraints, then what they cannot say."""

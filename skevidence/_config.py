@@ -1,11 +1,7 @@
 """Library-wide settings: how many threads torch may use inside skevidence.
 
-The engine works on small tensors (a few hundred particles by a mini-batch
-of 500): intra-op threads gain nothing there, and when another process
-keeps a core busy, OpenMP's spin-waiting threads make a fit tens of times
-slower or stall it. So every ``fit``, ``partial_fit`` and prediction runs
-with a scoped torch thread count (one by default) and restores the
-previous count when it returns.
+Every ``fit``, ``partial_fit`` and prediction runs with a scoped torch
+thread count (one by default), restored when it returns (:ref:`settings`).
 """
 
 import numbers
@@ -80,18 +76,12 @@ def set_config(n_threads=_UNSET):
     ----------
     n_threads : int or None, default=1
         Torch intra-op threads inside every ``fit``, ``partial_fit`` and
-        prediction of the skevidence estimators. The count is set on entry
-        and the previous one restored on return. The default 1 is the
-        fastest for the engine's small tensors and cannot collapse when
-        other processes (or other fits, e.g. ``EvidenceSearch(n_jobs=2)``
-        with a threading backend) share the cores: with torch's default of
-        one thread per core a fit slows down many times, or stalls, when
-        one core is busy (see :doc:`/benchmarks`). Raise it
-        for large problems on an otherwise idle machine (thousands of
-        particles, hundreds of features); ``None`` leaves torch's own
-        setting (``torch.set_num_threads``) untouched. A GPU fit needs no
-        CPU threads. Without a call to this function the value comes from
-        the environment variable ``SKEVIDENCE_NUM_THREADS`` (an integer or
+        prediction of the skevidence estimators, set on entry and restored
+        on return. The default 1 is the fastest for the engine's small
+        tensors and does not collapse when other processes share the cores
+        (:ref:`settings`); raise it for large problems on an idle machine.
+        ``None`` leaves torch's own setting untouched. Without a call the
+        value comes from ``SKEVIDENCE_NUM_THREADS`` (an integer or
         ``none``), else 1.
 
     Notes

@@ -7,7 +7,8 @@ when a template lacks one of the pieces it is given (``str.format`` and
 
 import string
 
-__all__ = ["TRUST_ATTRIBUTES_DOC", "fill", "shared_params_doc", "warmup_doc"]
+__all__ = ["METHOD_DOCS", "TRUST_ATTRIBUTES_DOC", "fill", "method_doc", "shared_params_doc",
+           "warmup_doc"]
 
 
 def fill(template, **pieces):
@@ -192,3 +193,50 @@ _SHARED_PARAMS_DOC = """\
 def shared_params_doc(*, learning_rate, warmup):
     """The Parameters paragraphs every estimator shares, with its defaults."""
     return fill(_SHARED_PARAMS_DOC, learning_rate=learning_rate, warmup=warmup)
+
+
+# Sections of the methods' docstrings (indented for a method of a class).
+METHOD_DOCS = {
+    "X": """Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.""",
+    "fit_Xy": """X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or None, default=None
+            Targets (``None`` for density estimators).""",
+    "batch": """Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs of the batch.
+        y : array-like of shape (n_samples,) or None, default=None
+            Targets of the batch (``None`` for density estimators).
+        classes : array-like of shape (n_classes,) or None, default=None
+            Classifiers only: every class of the stream, needed on the first
+            call (as in scikit-learn's ``partial_fit``).""",
+    "test_Xy": """X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        y : array-like of shape (n_samples,) or None, default=None
+            True targets (ignored for density estimators).""",
+    "proba": """Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.""",
+    "log_proba": """Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.""",
+    "log_density": """Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+            Log posterior-predictive density of every sample.""",
+}
+
+
+def method_doc(func):
+    """Decorator: ``func``'s docstring with its ``{name}`` fields from ``METHOD_DOCS``
+    (a KeyError at import names a missing piece)."""
+    if func.__doc__ is not None:  # None under python -OO
+        fields = {name for _, name, _, _ in string.Formatter().parse(func.__doc__) if name}
+        func.__doc__ = fill(func.__doc__, **{name: METHOD_DOCS[name] for name in fields})
+    return func

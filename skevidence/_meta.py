@@ -75,11 +75,8 @@ class EvidenceTieWarning(UserWarning):
     :class:`~skevidence.model_selection.EvidenceSearch` when the two
     largest ``log_evidence + log_prior`` differ by less than
     ``2 sqrt(s1^2 + s2^2)``, with ``s1``, ``s2`` their ``log_evidence_std_``:
-    the ranking of the two (and their posterior probabilities) is within
-    the Monte Carlo noise of the estimates. Refit with more
-    ``n_particles`` (the std falls about as ``1 / sqrt(n_particles)``) to
-    separate them, or treat the two models as equally supported by the
-    data.
+    their ranking is within the Monte Carlo noise. Refit with more
+    ``n_particles`` to separate them, or treat them as equally supported.
 
     Public name: :class:`skevidence.exceptions.EvidenceTieWarning`.
     """

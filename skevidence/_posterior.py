@@ -53,31 +53,22 @@ class PosteriorMixin:
         under ArviZ 0.x, an ``xarray.DataTree`` under 1.x), laid out as
         ArviZ's converters lay out MCMC output, with these groups:
 
-        * ``posterior``: draws of the model's natural parameters, in one
-          chain (``chain`` of size 1, ``draw`` of size ``n_draws``), with
-          named dimensions. :class:`EvidenceLinearRegression`: ``coef``
-          (``feature``), ``intercept`` (with ``fit_intercept``) and
-          ``noise_variance`` (when the noise is unknown).
-          :class:`EvidenceLogisticRegression`: ``coef`` (``class``,
-          ``feature``) and ``intercept`` (``class``), classes labelled by
-          ``classes_``. :class:`EvidenceGMM`: ``weights`` (``component``),
-          ``means`` and ``variances`` (``component``, ``feature``); the
-          components are not identified (relabelling them leaves the
-          posterior unchanged), so where particles disagree on the order
-          of the components, per-component summaries mix components: the
-          label-switching caveat of every Bayesian mixture.
-          :class:`EvidenceModel`: the model's ``theta`` (``param``), or the
-          arrays of the model's ``unpack(theta)`` when that returns a dict
-          of named parameters. Features are labelled by
-          ``feature_names_in_`` after a pandas DataFrame, else ``x0, x1, ...``.
-        * ``sample_stats``: ``log_marginal_likelihood`` and its error bar
-          ``log_marginal_likelihood_std`` after every chunk (dimensions
-          ``chain``, ``chunk``; coordinate ``n_seen``, the observations seen),
-          as PyMC's ``sample_smc`` records one per stage, the last being
-          the estimate; ``log_evidence`` and ``log_evidence_std`` (``chain``),
-          the final ``log_evidence_`` and ``log_evidence_std_``;
+        * ``posterior``: draws of the model's natural parameters in one
+          chain, with named dimensions: ``coef`` (``feature``; with
+          ``class`` for the classifier), ``intercept`` and, for the
+          regression with unknown noise, ``noise_variance``; for
+          :class:`EvidenceGMM`, ``weights``, ``means`` and ``variances``
+          (``component``, not identified: per-component summaries mix
+          components where particles disagree on their order); for
+          :class:`EvidenceModel`, ``theta`` (``param``) or the arrays of a
+          dict returned by the model's ``unpack(theta)``. Features are
+          labelled by ``feature_names_in_``, else ``x0, x1, ...``.
+        * ``sample_stats``: ``log_marginal_likelihood`` and
+          ``log_marginal_likelihood_std`` per chunk (dimension ``chunk``,
+          coordinate ``n_seen``), as PyMC's ``sample_smc`` records one per
+          stage; the final ``log_evidence`` and ``log_evidence_std``;
           ``n_annealing_steps`` and ``ess`` per chunk; and with
-          ``resample=False`` the particles' ``weight`` (``chain``, ``draw``).
+          ``resample=False`` the particles' ``weight``.
         * ``log_likelihood`` (only when ``X`` is given, with ``y`` for a
           supervised model): ``log p(observation i | draw)``, dimensions
           ``chain``, ``draw``, ``observation``, named ``y`` (``X`` for the

@@ -6,11 +6,7 @@ inputs, labels or component choices, noise) comes from its own child stream
 of ``np.random.SeedSequence(random_state)``, so the data are
 prefix-consistent: for a fixed ``random_state`` the first ``n`` rows of a
 data set of size ``N >= n`` are the data set of size ``n``, and the true
-parameters do not depend on ``n_samples``. With ``random_state=1`` the
-logistic and mixture generators reproduce the reference data of the
-library's nested-sampling benchmarks bit for bit.
-
-numpy only: these functions return numpy arrays.
+parameters do not depend on ``n_samples``. They return numpy arrays.
 """
 
 import numbers

@@ -86,19 +86,12 @@ def _surprises(value, size, spread, threshold, window):
 def shift_scores(estimator, *, threshold=5.0, window=10):
     """Standardised surprise of every chunk of a stream, and the shifts it shows.
 
-    Each chunk's mean log predictive per observation, ``v_k = (log Z_k -
-    log Z_{k-1}) / n_k``, is compared with the pooled mean ``c_k`` of the
-    (at most ``window``) chunks before it since the last shift: the
-    surprise is ``z_k = (c_k - v_k) / (s * sqrt(1 / n_k + 1 / m_k))``, with
-    ``m_k`` the observations in those chunks and ``s`` a robust estimate,
-    over the whole trace, of the spread of one observation's log
-    predictive (from successive differences; a second pass leaves out the
-    chunks at and just after the shifts the first pass found). Only drops count: a chunk
-    predicted better than before is no surprise, since the predictive
-    improves as the posterior narrows. A chunk with ``z_k > threshold`` is
-    a shift, and the reference restarts after it, so that the new regime
-    becomes the running model. The first chunk, predicted by the prior, is
-    never a reference.
+    The surprise of chunk ``k`` is ``z_k = (c_k - v_k) / (s * sqrt(1 / n_k +
+    1 / m_k))``: its mean log predictive per observation ``v_k`` below the
+    pooled ``c_k`` of the (at most ``window``) chunks since the last shift,
+    ``m_k`` observations, in units of a robust spread ``s`` of one
+    observation's log predictive. A chunk with ``z_k > threshold`` is a
+    shift, and the reference restarts after it (:ref:`streaming`).
 
     Parameters
     ----------
@@ -165,11 +158,8 @@ def shift_scores(estimator, *, threshold=5.0, window=10):
 def detect_shifts(estimator, *, threshold=5.0, window=10):
     """Where a stream's data-generating distribution changed, from its evidence trace.
 
-    A chunk that the running posterior predicts much worse than the chunks
-    before it is a shift; see :func:`shift_scores` for the surprise
-    computed and the parameters. Feed the stream by ``partial_fit`` in its
-    order; the resolution is one chunk (``batch_size`` observations, or a
-    ``partial_fit`` batch when smaller).
+    A chunk predicted much worse than those before it is a shift (see
+    :func:`shift_scores`); the resolution is one chunk (:ref:`streaming`).
 
     Parameters
     ----------

@@ -7,6 +7,7 @@ from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 
 from ._averaging import AveragedPredictionsMixin, members_are
+from ._docstrings import method_doc
 from ._meta import (
     _KINDS,
     EvidenceTieWarning,
@@ -41,27 +42,12 @@ def _members_have(method):
 class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     """Average the predictions of several models, weighted by their evidence.
 
-    Bayesian model averaging: every member ``M_k`` is fitted on the same
-    data ``D``, gets the posterior probability
-    ``p(M_k | D) = p(D | M_k) p(M_k) / sum_j p(D | M_j) p(M_j)`` from its
-    ``log_evidence_`` and the ``prior``, and the prediction is the mixture of
-    the members' posterior predictives with these weights. The members must
-    all be regressors, all classifiers or all density estimators, and must
-    expose ``log_evidence_`` once fitted (every skevidence estimator does;
-    a :class:`~sklearn.pipeline.Pipeline` whose last step does is accepted
-    too, its evidence being that of the last step on the transformed inputs).
-
-    The evidences are only comparable when every member has been
-    conditioned on exactly the same data. ``fit`` and ``partial_fit``
-    guarantee this for the members they fit, and check that the members'
-    ``n_samples_seen_`` agree.
-
-    The averager is a regressor, a classifier or a density estimator as its
-    members are: :func:`sklearn.base.is_regressor` and
-    :func:`sklearn.base.is_classifier` follow them, and only the matching
-    methods are available (``predict`` for regressors and classifiers,
-    ``predict_proba`` for classifiers, ``score_samples`` for density
-    estimators).
+    The prediction mixes the members' posterior predictives with weights
+    ``p(M_k | D)`` from their ``log_evidence_`` and the ``prior``
+    (:ref:`model_averaging`). The members, fitted on the same data (``fit``
+    and ``partial_fit`` check their ``n_samples_seen_``), must all be
+    regressors, classifiers or density estimators with ``log_evidence_``
+    (or pipelines whose last step has it); the averager is of their kind.
 
     Parameters
     ----------
@@ -194,15 +180,13 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
 
     # -- fitting ---------------------------------------------------------------
 
+    @method_doc
     def fit(self, X, y=None, **fit_params):
         """Clone and fit every member on ``(X, y)``, then weight them by evidence.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets (``None`` for density estimators).
+        {fit_Xy}
         **fit_params : dict
             Passed to every member's ``fit``.
 
@@ -218,6 +202,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         return self
 
     @available_if(_members_have("partial_fit"))
+    @method_doc
     def partial_fit(self, X, y=None, classes=None):
         """Condition every member on one more batch and update the weights.
 
@@ -227,15 +212,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         fitted attributes; the ``n_samples_seen_`` check then reports the
         mismatch on the next call.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs of the batch.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets of the batch (``None`` for density estimators).
-        classes : array-like of shape (n_classes,) or None, default=None
-            Classifiers only: every class of the stream, needed on the first
-            call (as in scikit-learn's ``partial_fit``).
+        {batch}
 
         Returns
         -------
@@ -316,15 +293,13 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         return self
 
     @available_if(members_are(*_KINDS))
+    @method_doc
     def score(self, X, y=None, sample_weight=None):
         """R^2 (regressors), accuracy (classifiers) or mean log density.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            True targets (ignored for density estimators).
+        {test_Xy}
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Sample weights.
 

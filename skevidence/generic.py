@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import validate_data
 
-from ._base import BaseEvidenceEstimator
+from ._base import BaseEvidenceEstimator, store_init_params
 from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
 from .models.base import Model
 
@@ -97,15 +97,11 @@ def _check_output(model, name, value, shape, dtype, finite=True):
 class EvidenceModel(BaseEvidenceEstimator):
     __doc__ = f"""Log evidence of a user-written model, by SGAIS, with streaming updates.
 
-    The generic estimator behind :func:`log_evidence`: ``model`` is any
-    :class:`skevidence.models.Model` (a torch prior and log-likelihood over
-    an unconstrained parameter vector; gradients by autograd unless the
-    model gives them), and ``fit`` / ``partial_fit`` condition its posterior
-    on the rows of ``X`` (and ``y``), as the built-in estimators do for
-    theirs. The data reach the model as a tuple of tensors, ``(X,)`` or
-    ``(X, y)``, in ``dtype``; the rows are the observations (the engine
-    draws mini-batches of rows), so ``log_likelihood`` must return one
-    term per row.
+    The generic estimator behind :func:`log_evidence`: ``fit`` /
+    ``partial_fit`` condition the posterior of any
+    :class:`skevidence.models.Model` on the rows of ``X`` (and ``y``), which
+    reach it as the tensors ``(X,)`` or ``(X, y)`` in ``dtype``, one
+    ``log_likelihood`` term per row (:ref:`custom_models`).
 
     Parameters
     ----------
@@ -186,14 +182,7 @@ class EvidenceModel(BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.model = model
+        store_init_params(self, locals())
 
     # -- validation and the model ----------------------------------------------------
 

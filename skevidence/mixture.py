@@ -10,8 +10,8 @@ from sklearn.utils._param_validation import Interval, validate_parameter_constra
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import feature_coords
-from ._base import BaseEvidenceEstimator
-from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from ._base import BaseEvidenceEstimator, store_init_params
+from ._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
 from ._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from .models import GaussianMixtureModel
 
@@ -39,16 +39,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     is the mean and ``variance_scale`` a tenth of the variance of every
     feature in the first batch (all of ``X`` in ``fit``, the first call's
     batch in ``partial_fit``), then frozen (``mean_prior_``,
-    ``variance_scale_``). Rescaling the data by ``c`` then shifts every
-    ``log_evidence_`` by the Jacobian ``-n_samples * n_features * log(c)``
-    (the sampler's paths are the same up to rounding) and changes neither
-    the chosen number of components nor the cost. The
-    paper's fixed priors are ``mean_prior=0.0, variance_scale=1.0``.
+    ``variance_scale_``), so rescaling the data by ``c`` only shifts every
+    ``log_evidence_`` by ``-n_samples * n_features * log(c)``. The paper's
+    fixed priors are ``mean_prior=0.0, variance_scale=1.0``.
 
-    ``fit`` starts over; ``partial_fit`` conditions the current posterior
-    on more data. The log evidence ranks mixtures of different sizes
-    (``log_evidence_`` of each ``n_components``): unlike the
-    likelihood it does not grow with the number of components by itself.
+    The log evidence ranks mixtures of different sizes (:ref:`estimators`).
 
     Parameters
     ----------
@@ -161,19 +156,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.n_components = n_components
-        self.weight_concentration = weight_concentration
-        self.variance_shape = variance_shape
-        self.variance_scale = variance_scale
-        self.mean_prior = mean_prior
-        self.mean_variance_factor = mean_variance_factor
+        store_init_params(self, locals())
 
     # -- validation and the model ----------------------------------------------------
 
@@ -225,21 +208,16 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     # -- predictions -------------------------------------------------------------------
 
+    @method_doc
     def score_samples(self, X):
         """Log posterior-predictive density of every sample.
 
         ``log p(x | data) ~ logsumexp_i (log W_i + log p(x | theta_i))``
         over the weighted particles ``(theta_i, W_i)``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Points to evaluate.
+        {X}
 
-        Returns
-        -------
-        log_density : ndarray of shape (n_samples,)
-            Log posterior-predictive density at every point.
+        {log_density}
         """
         return self._predict_in_blocks(X, self._log_density_block)
 
@@ -265,6 +243,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         """
         return float(self.score_samples(X).mean())
 
+    @method_doc
     def predict_proba(self, X):
         """Component probabilities of every sample under the highest-weight particle.
 
@@ -273,10 +252,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         single particle with the largest weight (as ``weights_``,
         ``means_`` and ``covariances_``).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Points to assign.
+        {X}
 
         Returns
         -------
@@ -293,13 +269,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         theta = self._particles_tensor()[best : best + 1]
         return self._model.responsibilities(theta, Xt)[0]
 
+    @method_doc
     def predict(self, X):
         """Most probable component of every sample, under the highest-weight particle.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Points to assign.
+        {X}
 
         Returns
         -------

@@ -7,6 +7,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import method_doc
 from ._meta import (
     check_prior,
     final_step,
@@ -47,17 +48,11 @@ def _search_estimator_has(method):
 class EvidenceSearch(BaseEstimator):
     """Rank the candidates of a parameter grid by their Bayesian evidence.
 
-    Like :class:`~sklearn.model_selection.GridSearchCV`, but without
-    cross-validation: every candidate is fitted once on all the data and
-    scored by its ``log_evidence_``, which already penalises complexity
-    (Occam's razor), so no data are held out. Candidates are fitted with
-    joblib ``Parallel``, so ``joblib.parallel_backend("dask")`` spreads a
-    large grid over a cluster. ``partial_fit`` streams batches to every
-    candidate, so the ranking is updated online.
-
-    Every candidate is a clone of ``estimator`` with its parameters set;
-    clones keep ``estimator``'s ``random_state``, so the results do not
-    depend on ``n_jobs`` or on the joblib backend.
+    Like :class:`~sklearn.model_selection.GridSearchCV` without
+    cross-validation: every candidate, a clone of ``estimator`` (with its
+    ``random_state``) with its parameters set, is fitted once on all the
+    data (with joblib) and scored by its ``log_evidence_``
+    (:ref:`model_selection`); ``partial_fit`` updates the ranking online.
 
     Parameters
     ----------
@@ -146,15 +141,13 @@ class EvidenceSearch(BaseEstimator):
     def _log_prior(self, candidates):
         return check_prior(self.prior, [str(i) for i in range(len(candidates))])
 
+    @method_doc
     def fit(self, X, y=None, **fit_params):
         """Fit every candidate on all of ``(X, y)`` and rank them by evidence.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets (``None`` for density estimators).
+        {fit_Xy}
         **fit_params : dict
             Passed to every candidate's ``fit``.
 
@@ -171,18 +164,11 @@ class EvidenceSearch(BaseEstimator):
         return self
 
     @available_if(lambda self: hasattr(self.estimator, "partial_fit"))
+    @method_doc
     def partial_fit(self, X, y=None, classes=None):
         """Condition every candidate on one more batch and update the ranking.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs of the batch.
-        y : array-like of shape (n_samples,) or None, default=None
-            Targets of the batch (``None`` for density estimators).
-        classes : array-like of shape (n_classes,) or None, default=None
-            Classifiers only: every class of the stream, needed on the first
-            call.
+        {batch}
 
         Returns
         -------
@@ -270,13 +256,11 @@ class EvidenceSearch(BaseEstimator):
     # -- delegation to the best candidate ---------------------------------------
 
     @available_if(_search_estimator_has("predict"))
+    @method_doc
     def predict(self, X, **predict_params):
         """Predict with the best candidate (``predict_params`` such as ``return_std``).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
         **predict_params : dict
             Passed to ``best_estimator_.predict``.
 
@@ -289,47 +273,35 @@ class EvidenceSearch(BaseEstimator):
         return self.best_estimator_.predict(X, **predict_params)
 
     @available_if(_search_estimator_has("predict_proba"))
+    @method_doc
     def predict_proba(self, X):
         """Class probabilities of the best candidate.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
+        {proba}
         """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(X)
 
     @available_if(_search_estimator_has("predict_log_proba"))
+    @method_doc
     def predict_log_proba(self, X):
         """Log class probabilities of the best candidate.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
+        {log_proba}
         """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_log_proba(X)
 
     @available_if(_search_estimator_has("score_samples"))
+    @method_doc
     def score_samples(self, X):
         """Log density of the best candidate.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -340,15 +312,13 @@ class EvidenceSearch(BaseEstimator):
         return self.best_estimator_.score_samples(X)
 
     @available_if(_search_estimator_has("score"))
+    @method_doc
     def score(self, X, y=None, **score_params):
         """The best candidate's own ``score``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        y : array-like of shape (n_samples,) or None, default=None
-            True targets (``None`` for density estimators).
+        {test_Xy}
         **score_params : dict
             Passed to ``best_estimator_.score``.
 

@@ -20,16 +20,22 @@ def _pyplot():
     return plt
 
 
+def _axes(ax, rows, columns, **subplots_kw):
+    """``ax`` (or a new figure's) as a flat array of ``rows * columns`` Axes."""
+    if ax is None:
+        _, ax = _pyplot().subplots(rows, columns, **subplots_kw)
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != rows * columns:
+        raise ValueError(f"ax must hold {rows * columns} Axes, got {axes.size}")
+    return axes
+
+
 def plot_evidence_trace(estimator, ax=None):
     """Draw how the evidence was built up, chunk by chunk, from ``evidence_trace_``.
 
-    Three panels against the number of observations seen ``n``: the log
-    evidence per observation ``log p(D_n) / n`` (with a band of one error
-    bar when the trace has ``log_evidence_std``), the number of annealing
-    steps each chunk took, and the effective sample size of the weights
-    after each chunk, as a fraction of ``n_particles``. A steady log
-    evidence per observation, few annealing steps and an ESS that does not
-    collapse are what a healthy run looks like.
+    Three panels against the observations seen ``n``: ``log p(D_n) / n``
+    (with a band of one error bar), the annealing steps per chunk and the
+    ESS after it over ``n_particles``; :ref:`trust` reads them.
 
     Parameters
     ----------
@@ -65,12 +71,7 @@ def plot_evidence_trace(estimator, ax=None):
     check_is_fitted(final, "evidence_trace_")
     trace = final.evidence_trace_
     n = np.asarray(trace["n_seen"], dtype=float)
-    if ax is None:
-        plt = _pyplot()
-        _, ax = plt.subplots(3, 1, sharex=True, figsize=(6, 6.5))
-    axes = np.asarray(ax, dtype=object).ravel()
-    if axes.size != 3:
-        raise ValueError(f"ax must hold 3 Axes, got {axes.size}")
+    axes = _axes(ax, 3, 1, sharex=True, figsize=(6, 6.5))
 
     per_obs = np.asarray(trace["log_evidence"]) / n
     axes[0].plot(n, per_obs, "o-", markersize=3)
@@ -151,12 +152,7 @@ def plot_model_posterior(search_or_averager, ax=None):
     """
     labels, log_evidence, stds, probability = _model_posterior_table(search_or_averager)
     log_evidence = np.asarray(log_evidence, dtype=float)
-    if ax is None:
-        plt = _pyplot()
-        _, ax = plt.subplots(1, 2, figsize=(9, 3.5))
-    axes = np.asarray(ax, dtype=object).ravel()
-    if axes.size != 2:
-        raise ValueError(f"ax must hold 2 Axes, got {axes.size}")
+    axes = _axes(ax, 1, 2, figsize=(9, 3.5))
     positions = np.arange(len(labels))
     yerr = None if stds is None else np.asarray(stds, dtype=float)
     axes[0].bar(positions, log_evidence - log_evidence.max(), yerr=yerr, capsize=3)
@@ -174,10 +170,8 @@ def plot_model_posterior(search_or_averager, ax=None):
 def plot_shifts(estimator, ax=None, **kwargs):
     """Draw the surprise of every chunk of a stream and the shifts detected.
 
-    One panel against the number of observations seen before each chunk:
-    the standardised surprise of the chunk's log predictive (see
-    :func:`skevidence.diagnostics.shift_scores`), the threshold as a
-    dashed line, and a vertical line at every detected shift.
+    The surprise of :func:`skevidence.diagnostics.shift_scores` against the
+    observations seen before each chunk, the threshold and the shifts.
 
     Parameters
     ----------
@@ -214,8 +208,7 @@ def plot_shifts(estimator, ax=None, **kwargs):
 
     scores = shift_scores(estimator, **kwargs)
     if ax is None:
-        plt = _pyplot()
-        _, ax = plt.subplots(figsize=(6, 3))
+        _, ax = _pyplot().subplots(figsize=(6, 3))
     # Each chunk's surprise at its start, where a shift in it is reported.
     ax.plot(scores["start"], scores["surprise"], "o-", markersize=3, label="surprise")
     ax.axhline(scores["threshold"], linestyle="--", color="gray", linewidth=1, label="threshold")

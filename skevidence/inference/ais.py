@@ -1,22 +1,13 @@
 """Full-data annealed importance sampling (AIS), a baseline for SGAIS.
 
-Thesis Algorithm 6 (Neal 1998): particles from the prior are annealed along
-``p(D | theta)^lam p(theta)``, ``0 = lam_0 < ... < lam_T = 1``, on all the
-data at once. Each increment is the largest whose conditional ESS stays
-above ``target_ess * M`` (bisection, :func:`annealing.next_increment`), the
-weights are multiplied by ``p(D | theta)^delta`` and the particles are moved
-by Metropolis-adjusted generalised HMC (thesis Algorithm 2; :func:`kernels.ghmc`)
-on the exact tempered posterior. With ``resample_threshold > 0`` the weights
-are resampled when their ESS falls below it (an annealed SMC sampler); ``0``
-gives Algorithm 6 as written.
-
-This is SGAIS's exact warm-up path (:func:`sgais.exact_move`) run on one
-chunk that holds every observation, so the two methods share their kernel,
-schedule, resampling and error bar; only the data path differs.
-
-A full-data method: every :func:`update` keeps the data and reruns the
-annealing from the prior on everything seen so far (the cost of a call
-grows with the data seen; its trace gets one entry per call).
+Thesis Algorithm 6 (Neal 1998): the annealing steps of :ref:`algorithm`
+(adaptive increments, resampling below ``resample_threshold``; ``0`` gives
+Algorithm 6 as written) from the prior on all the data at once, with
+Metropolis-adjusted generalised HMC moves. It is SGAIS's exact warm-up
+path (:func:`sgais.exact_move`) run on one chunk that holds every
+observation, so the two share kernel, schedule, resampling and error bar.
+Not online: every :func:`update` reruns on all the data seen (one trace
+entry per call; :ref:`methods`).
 """
 
 import math

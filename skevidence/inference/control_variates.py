@@ -1,24 +1,14 @@
-"""Control-variate gradients for the past-data term of the potential.
+"""Control-variate gradients for the past-data term of the potential
+(:ref:`algorithm`, "Control variates").
 
-The past data enter the SGHMC potential through a mini-batch estimate
-``(n / |b|) sum_{y in b} grad log p(y | theta)``. Its noise grows like
-``n / sqrt(|b|)`` while the posterior shrinks like ``1 / sqrt(n)``, and
-because all particles share one mini-batch, the noise shifts the whole
-cloud. Writing the estimate around a reference point ``theta_ref`` where
-the exact sum ``G_ref = sum_past grad log p(y | theta_ref)`` is known,
+The mini-batch estimate is written around a reference ``theta_ref`` whose
+exact past-data gradient ``G_ref`` is kept up to date chunk by chunk::
 
-    G_ref + (n / |b|) sum_{y in b} [grad log p(y|theta) - grad log p(y|theta_ref)],
+    G_ref + (n / |b|) sum_{y in b} [grad log p(y|theta) - grad log p(y|theta_ref)]
 
-keeps it unbiased while its noise now scales with ``|theta - theta_ref|``,
-about one posterior standard deviation.
-
-``G_ref`` is kept exact as the stream grows (each new chunk adds its own
-terms, O(|C|)), and the reference is moved to the particles only when
-``n`` has grown by a constant factor, so its O(n) refresh costs O(1)
-amortised per observation. References are either one shared point
-(``[1, d]``, the weighted particle mean: fine for unimodal posteriors) or
-one per particle (``[M, d]``: particles in different modes each get their
-own; O(M) gradient passes per refresh).
+References are one shared point (``[1, d]``, the weighted particle mean)
+or one per particle (``[M, d]``, for multimodal posteriors), moved to the
+particles when ``n`` has grown by a constant factor (O(1) amortised).
 """
 
 from dataclasses import dataclass

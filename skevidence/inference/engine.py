@@ -9,9 +9,7 @@ the methods differ::
     state = engine.init(model, config, generator, dtype=dtype, device=device)
     state = engine.update(model, state, config, batch, callback=callback)
 
-A state is a value (:func:`.records.successor`): ``update`` returns a new
-one and leaves the one it was given as it was, so a caller whose update
-fails keeps the old state and has nothing to undo.
+A state is a value (:func:`.records.successor`; :ref:`algorithm`).
 
 The functions
 -------------

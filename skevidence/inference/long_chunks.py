@@ -8,21 +8,11 @@ __all__ = ["AnnealingWarning", "long_chunk_message", "warn_if_long"]
 class AnnealingWarning(UserWarning):
     """A chunk needed unusually many annealing steps.
 
-    Issued by ``fit`` / ``partial_fit`` of the SGAIS estimators when
-    conditioning on one chunk took more annealing (tempering) steps than
-    the ``annealing_steps_warning`` entry of ``engine_options`` (250 by
-    default; ``None`` turns the warning off). The number of steps grows
-    only slowly with how informative a chunk is, but fast when the data
-    lie far in the tails of the prior (a prior-data conflict, e.g. targets
-    on a scale of 100 under a unit prior) or of the posterior so far (a
-    change in the stream, or moves that do not keep the particles at the
-    posterior): the fit becomes slow and the estimate loses accuracy. The
-    message is also recorded in the estimator's ``diagnostics_["warnings"]``.
-
-    What to do: put the data on the scale the prior assumes (standardise
-    the features and targets) or widen the prior; with data on that scale,
-    reduce ``learning_rate`` or increase ``n_burnin``; for a stream that
-    changes, see :func:`skevidence.diagnostics.detect_shifts`.
+    Issued by ``fit`` / ``partial_fit`` when conditioning on one chunk took
+    more annealing steps than the ``annealing_steps_warning`` entry of
+    ``engine_options`` (250 by default; ``None`` turns it off): the data lie
+    far in the tails of the prior or of the posterior so far. The message
+    is also in ``diagnostics_["warnings"]``; :ref:`settings` says what to do.
 
     Public name: :class:`skevidence.exceptions.AnnealingWarning`.
     """
@@ -31,21 +21,8 @@ class AnnealingWarning(UserWarning):
 def long_chunk_message(n_steps, n_before, size, threshold):
     """What :class:`AnnealingWarning` says about a chunk of ``n_steps`` steps.
 
-    Parameters
-    ----------
-    n_steps : int
-        Annealing steps the chunk took.
-    n_before : int
-        Observations seen before the chunk.
-    size : int
-        Observations in the chunk.
-    threshold : int
-        The ``annealing_steps_warning`` it exceeded.
-
-    Returns
-    -------
-    str
-        The message, also recorded in the estimators' ``diagnostics_["warnings"]``.
+    ``n_before`` observations were seen before the chunk of ``size``, and
+    ``threshold`` is the ``annealing_steps_warning`` it exceeded.
     """
     return (
         f"adding {size} observations after {n_before} took {n_steps} annealing steps "

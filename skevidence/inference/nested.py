@@ -1,31 +1,23 @@
-"""Nested sampling (NS), a baseline for SGAIS.
+"""Nested sampling (NS), a baseline for SGAIS (:ref:`methods`).
 
 Thesis Algorithm 5 (Skilling 2006) with ``n_live = n_particles`` live
-points, batched: every iteration removes the ``k`` live points of lowest
-likelihood at once (``k = n_live / 8``) and replaces them by copies of
-random survivors moved by constrained HMC. The prior mass left shrinks by
-``exp(-1 / n)`` per removal, ``n`` the number of live points at that
-removal (``n_live, n_live - 1, ..., n_live - k + 1`` within an iteration:
-the exact bookkeeping of removing points without replacing them, as in
-dynamic nested sampling), and ``log Z`` is the sum of the dead points'
-``L_i (X_{i-1} - X_i)`` plus the live points' remainder ``X_end * mean L``.
-Its standard error is ``sqrt(H / n_live)``, ``H`` the information
-(Skilling 2006, sec. 9), with ``n_live`` the mean live count.
+points, batched: each iteration replaces the ``k = n_live / 8`` points of
+lowest likelihood by copies of survivors moved by constrained HMC. The
+prior mass shrinks by ``exp(-1 / n)`` per removal, ``n`` the live count at
+that removal (as in dynamic nested sampling); ``log Z`` sums the dead
+points' ``L_i (X_{i-1} - X_i)`` and the live remainder ``X_end * mean L``,
+with standard error ``sqrt(H / n_live)`` (Skilling 2006, sec. 9).
 
-The constrained moves (:func:`constrained_hmc`) sample the prior restricted
-to ``L > L*``: leapfrog steps on the prior, and at a point outside the
-constraint the momentum is reflected off the likelihood contour
-(``v <- v - 2 n (n . v)``, ``n`` along the likelihood's gradient; thesis
-eq. 3.28, Skilling 2012), all in coordinates whitened by the live points'
-covariance. The reflection sits between the two half kicks of the point
-so that the trajectory is reversible; a trajectory that ends outside the
-constraint is rejected, and the prior's energy error is Metropolis-corrected.
+:func:`constrained_hmc` samples the prior restricted to ``L > L*``: leapfrog
+steps, in coordinates whitened by the live points' covariance, whose
+momentum is reflected off the likelihood contour where a point leaves it
+(``v <- v - 2 n (n . v)``; thesis eq. 3.28), between the two half kicks so
+that the trajectory is reversible; a trajectory ending outside is
+rejected and the prior's energy error Metropolis-corrected.
 
-After a fit the particles are the dead and live points resampled
-(systematic) to ``n_particles`` by their posterior weights
-``L_i w_i / Z`` (thesis eq. 3.27), with equal weights, so the estimators
-predict as after SGAIS. A full-data method: :func:`update` keeps the data
-and reruns from the prior on all of it.
+The particles after a fit are the dead and live points resampled to
+``n_particles`` by ``L_i w_i / Z`` (thesis eq. 3.27). Not online:
+:func:`update` reruns from the prior on all the data seen.
 """
 
 import math

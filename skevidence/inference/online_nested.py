@@ -1,18 +1,13 @@
 """Bayesian updating with nested sampling (thesis section 4.3), a baseline for SGAIS.
 
-``log Z = sum_k log p(C_k | C_<k)``, each chunk's predictive estimated by
-a run of nested sampling (:func:`.nested.nested_sampling`) whose "prior"
-is the posterior of the data seen so far, ``p(theta) p(C_<k | theta)``,
+Each chunk's predictive ``p(C_k | C_<k)`` is a run of nested sampling
+(:func:`.nested.nested_sampling`) whose "prior" is the posterior so far
 and whose likelihood is the chunk's. The live points start from the
-particles (the previous run's posterior samples, resampled), made
-distinct by Metropolis-adjusted moves on that posterior
+particles, made distinct by Metropolis-adjusted moves
 (:func:`.sgais.exact_move`); the run's posterior samples, resampled to
-``n_particles``, are the particles of the next chunk. The error bar sums
-the runs' ``H / n_live``.
-
-The thesis moved the points with SGHMC on mini-batches; here the moves
-are exact (every stored observation in the "prior" term), so the method
-is a consistent reference whose cost grows quadratically with the data.
+``n_particles``, are the next chunk's particles. The error bar sums the
+runs' ``H / n_live``. The moves are exact (the thesis used SGHMC), so the
+cost grows quadratically with the data (:ref:`methods`).
 """
 
 from dataclasses import replace

@@ -1,26 +1,16 @@
 """The sequential SG-MCMC evidence estimator (thesis section 4.1), a baseline for SGAIS.
 
-``log Z = sum_k log p(C_k | C_<k)``, each predictive estimated once, by
-the mean likelihood of the chunk over equally weighted particles that
-approximate the posterior so far (thesis eq. 4.4)::
+``log Z = sum_k log p(C_k | C_<k)``, each predictive estimated once by the
+mean likelihood of the chunk over equally weighted particles (thesis
+eq. 4.4), which SGHMC (Metropolis-adjusted during the warm-up) then moves
+to the posterior that includes the chunk. No reweighting and no
+annealing: less variance than a degenerate importance weight, but biased
+by design (Cameron, Eggers & Kroon, MaxEnt 2019; :ref:`methods`).
 
-    log p^(C_k | C_<k) = log (1 / M) sum_i p(C_k | theta_i)
-
-after which the particles are moved by the engine's SGHMC (Metropolis-
-adjusted while fewer than ``warmup_size`` observations have been seen, as
-in SGAIS) to the posterior that includes the chunk. There is no
-reweighting and no annealing path: the estimate has less variance per
-step than importance sampling with a degenerate weight, but it is biased
-(the predictives share particles, and particles that lag the posterior
-bias every later term), by design (Cameron, Eggers & Kroon, MaxEnt 2019).
-
-Chunks grow geometrically from one observation (by ``GROWTH``) until
-they hold ``batch_size`` observations, then have ``batch_size``: a chunk a quarter
-the size of the data seen keeps the ESS of its predictive a good part of
-``M``, whereas the thesis's ramp (20, 40, ...) starts from the prior with
-a degenerate one.
-The error bar sums the delta-method variances ``1 / ESS_k - 1 / M`` of
-the chunks' estimates; it does not include the bias.
+Chunks grow geometrically from one observation (by ``GROWTH``) up to
+``batch_size``, so that each predictive keeps a good part of ``M`` as its
+ESS. The error bar sums the chunks' ``1 / ESS_k - 1 / M``; it does not
+include the bias.
 """
 
 import math

@@ -1,18 +1,12 @@
 """The sequential SG-MCMC estimator with the thesis's nested-sampling hybrid (section 4.1).
 
-The predictives of the first observations are where the sequential
-estimator (:mod:`.sequential`) is weakest: the posterior changes fast and
-particles that fall behind it are never reweighted away (on linear
-regression with unknown noise, particles stuck at a small noise variance
-made the later SGHMC moves diverge). The hybrid estimates the evidence of
-the first ``batch_size`` observations by nested sampling
-(:func:`.nested.nested_sampling`), starts the particles from its posterior
-samples (resampled to ``n_particles``), and continues with sequential
-predictive estimates. Its error bar adds the NS error ``sqrt(H / n_live)``
-to the chunks' delta-method variances.
-
-Online: while fewer than ``batch_size`` observations have been seen, a
-``partial_fit`` reruns the NS part on all of them.
+The first observations, where :mod:`.sequential` is weakest (particles
+that fall behind a fast-changing posterior are never reweighted away),
+get nested sampling (:func:`.nested.nested_sampling`) on the first
+``batch_size`` observations; the particles start from its posterior
+samples and continue with sequential predictive estimates. The error bar
+adds the NS error ``sqrt(H / n_live)``. Until ``batch_size`` observations
+have been seen, a ``partial_fit`` reruns the NS part on all of them.
 """
 
 import torch

@@ -1,20 +1,11 @@
 """Sequential importance resampling over the data (IBIS), a baseline for SGAIS.
 
 Thesis Algorithm 7 (Chopin 2002, "iterated batch importance sampling"):
-the data are added in chunks of ``batch_size``; each chunk reweights the
-particles by its likelihood, tempered within the chunk when the full
-increment would drop the conditional ESS below ``target_ess * M`` (as in
-SGAIS), the weights are resampled when their ESS falls below
-``resample_threshold * M``, and the particles are moved by
-Metropolis-adjusted generalised HMC on the exact posterior of every
-observation seen (:func:`sgais.exact_move`). The estimate is unbiased in
-``Z`` whatever the moves, as long as they leave the tempered posterior
-invariant, which the adjustment guarantees.
-
-It differs from SGAIS only in the moves: exact ones, whose cost per step
-grows with the data seen (the whole run is quadratic in ``N``), where
-SGAIS uses mini-batch gradients. Online: :func:`update` continues from the
-current particles.
+the chunk loop of :ref:`algorithm` with Metropolis-adjusted generalised HMC
+moves on the exact posterior of every observation seen
+(:func:`sgais.exact_move`) in place of mini-batch SGHMC, so the estimate is
+unbiased in ``Z`` and the run quadratic in ``N`` (:ref:`methods`). Online:
+:func:`update` continues from the current particles.
 """
 
 from dataclasses import replace

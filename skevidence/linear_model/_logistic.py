@@ -10,8 +10,8 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import validate_data
 
 from .._arviz import feature_coords
-from .._base import BaseEvidenceEstimator
-from .._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from .._base import BaseEvidenceEstimator, store_init_params
+from .._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
 from .._validation import POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
 
@@ -48,16 +48,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     independent ``N(0, prior_std^2)`` priors (Cameron, Eggers & Kroon 2019,
     Appendix B.2). The parameterisation is kept as in the paper although it
     is redundant: the evidence belongs to this model, so two classes have
-    ``2 (n_features + 1)`` parameters. ``fit`` starts over; ``partial_fit``
-    conditions the current posterior on more data, at a cost per batch that
-    does not grow with the data already seen. Predictions average the
-    particles' class probabilities with their importance weights (the
-    posterior predictive).
-
-    The prior is per unit of feature, so standardise the features first
-    (``make_pipeline(StandardScaler(), EvidenceLogisticRegression())``);
-    ``fit`` warns when a feature's root-mean-square scale is outside
-    [0.1, 10].
+    ``2 (n_features + 1)`` parameters. Predictions are the posterior
+    predictive (:ref:`estimators`). The prior is per unit of feature, so
+    standardise the features first; ``fit`` warns when a feature's
+    root-mean-square scale is outside [0.1, 10] (:ref:`preparing_data`).
 
     Parameters
     ----------
@@ -141,15 +135,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.fit_intercept = fit_intercept
-        self.prior_std = prior_std
+        store_init_params(self, locals())
 
     def _make_model(self, X, y):
         return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,
@@ -236,6 +222,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     def _observed_targets(self, y):
         return self.classes_[y]  # the labels, not their indices
 
+    @method_doc
     def predict_log_proba(self, X):
         """Log of the posterior-predictive class probabilities.
 
@@ -243,10 +230,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         computed in log space (logsumexp), so tiny probabilities keep their
         digits.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -264,6 +248,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         # The mixture sums to one exactly; renormalise its rounding away.
         return (log_proba - torch.logsumexp(log_proba, dim=1, keepdim=True)).clamp_max(0.0)
 
+    @method_doc
     def predict_proba(self, X):
         """Posterior-predictive class probabilities.
 
@@ -271,10 +256,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         ``particle_weights_``; unlike a point estimate it widens where the
         posterior is uncertain.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -284,6 +266,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         """
         return normalize_proba(np.exp(self.predict_log_proba(X)))
 
+    @method_doc
     def decision_function(self, X):
         """Scores from the posterior-predictive probabilities.
 
@@ -291,10 +274,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         two classes, as in scikit-learn, a single column: the log odds of
         ``classes_[1]`` against ``classes_[0]``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
@@ -306,13 +286,11 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
             return log_proba[:, 1] - log_proba[:, 0]
         return log_proba
 
+    @method_doc
     def predict(self, X):
         """The class with the largest posterior-predictive probability.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
+        {X}
 
         Returns
         -------
