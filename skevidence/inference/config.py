@@ -142,7 +142,9 @@ default="covariance"
         fewer than ``warmup_size`` observations are seen and the store
         holds every one of them: the posteriors of few data are the least
         Gaussian, where a step that suits the particles' covariance can
-        still diverge.
+        still diverge. Models with summary statistics
+        (``Model.summarize``, linear regression) keep these moves past the
+        warm-up.
     warmup_dtype : {"float32"} or None, default=None
         ``"float32"`` runs the exact warm-up's moves in single precision
         (the weights stay in the estimator's ``dtype``), at about half the

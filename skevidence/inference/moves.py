@@ -13,7 +13,7 @@ from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
 
-__all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_move", "exact_move", "in_exact_warmup"]
+__all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_move", "exact_move", "moves_exactly"]
 
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -31,10 +31,10 @@ def moves_per_step(state, config):
 def sghmc_move(model, state, config, chunk, lam):
     """SGHMC on the tempered posterior ``p(C|theta)^lam p(past|theta) p(theta)``.
 
-    During the warm-up (see ``SGAISConfig.exact_warmup``) the move is
-    :func:`exact_move` instead.
+    Where ``moves_exactly`` holds (the warm-up, and models with
+    summary statistics after it) the move is :func:`exact_move` instead.
     """
-    if in_exact_warmup(state, config):
+    if moves_exactly(state, config):
         return exact_move(model, state, config, chunk, lam)
     n_past = state.n_seen
     minibatch_size = config.minibatch_size or config.batch_size
@@ -78,7 +78,7 @@ def sghmc_step_size(model, state, config):
     return min(config.learning_rate, state.exact_step_size)
 
 
-def in_exact_warmup(state, config):
+def moves_exactly(state, config):
     """Whether the moves are Metropolis-adjusted on the exact posterior.
 
     In the warm-up while the store holds every observation; past it, for
