@@ -6,7 +6,7 @@ When the data-generating distribution changes, the posterior of the data
 so far predicts the new data badly: the log evidence of the next chunk
 drops, and the sampler needs more annealing steps to absorb it (Cameron,
 Eggers & Kroon, 2019, section 7.2, on the stream of their section 6.2).
-:func:`skevidence.diagnostics.detect_shifts` reads this off ``evidence_trace_``: each chunk's log predictive per
+:func:`skevidence.shifts.detect_shifts` reads this off ``evidence_trace_``: each chunk's log predictive per
 observation is compared with the chunks since the last shift, in units of
 its noise, and a large drop is a shift.
 
@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
-from skevidence.diagnostics import detect_shifts
+from skevidence.shifts import detect_shifts
 from skevidence.plotting import plot_shifts
 
 X, labels = make_shifting_clusters(12_000, random_state=0)

@@ -7,8 +7,8 @@ when a template lacks one of the pieces it is given (``str.format`` and
 
 import string
 
-__all__ = ["METHOD_DOCS", "TRUST_ATTRIBUTES_DOC", "fill", "method_doc", "shared_params_doc",
-           "warmup_doc"]
+__all__ = ["METHOD_DOCS", "TRUST_ATTRIBUTES_DOC", "WEIGHTS_ATTRIBUTES_DOC", "fill",
+           "method_doc", "shared_params_doc", "warmup_doc"]
 
 
 def fill(template, **pieces):
@@ -72,6 +72,14 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         ``annealing_steps_warning`` entry of ``engine_options`` (250 by
         default) is listed there too, but warned about by
         :class:`~skevidence.exceptions.AnnealingWarning`."""
+
+# The fitted attributes that follow ``particles_``.
+WEIGHTS_ATTRIBUTES_DOC = """    particle_weights_ : ndarray of shape (n_particles,)
+        Their normalised importance weights.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    n_samples_seen_ : int
+        Number of observations conditioned on."""
 
 _SHARED_PARAMS_DOC = """\
     n_particles : int, default=128

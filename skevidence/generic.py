@@ -13,7 +13,7 @@ import torch
 from sklearn.utils.validation import validate_data
 
 from ._base import BaseEvidenceEstimator, store_init_params
-from ._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from ._docstrings import TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
 from .models.base import Model
 
 __all__ = ["EvidenceModel", "EvidenceResult", "check_model", "log_evidence"]
@@ -118,12 +118,7 @@ class EvidenceModel(BaseEvidenceEstimator):
 {TRUST_ATTRIBUTES_DOC}
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles (the model's unconstrained ``theta``).
-    particle_weights_ : ndarray of shape (n_particles,)
-        Their normalised importance weights.
-    n_features_in_ : int
-        Number of columns of ``X`` seen during ``fit``.
-    n_samples_seen_ : int
-        Number of observations conditioned on.
+{WEIGHTS_ATTRIBUTES_DOC}
 
     See Also
     --------

@@ -170,7 +170,7 @@ def plot_model_posterior(search_or_averager, ax=None):
 def plot_shifts(estimator, ax=None, **kwargs):
     """Draw the surprise of every chunk of a stream and the shifts detected.
 
-    The surprise of :func:`skevidence.diagnostics.shift_scores` against the
+    The surprise of :func:`skevidence.shifts.shift_scores` against the
     observations seen before each chunk, the threshold and the shifts.
 
     Parameters
@@ -182,7 +182,7 @@ def plot_shifts(estimator, ax=None, **kwargs):
         Where to draw; by default a new figure.
     **kwargs
         ``threshold`` and ``window``, passed to
-        :func:`~skevidence.diagnostics.shift_scores`.
+        :func:`~skevidence.shifts.shift_scores`.
 
     Returns
     -------
@@ -204,7 +204,7 @@ def plot_shifts(estimator, ax=None, **kwargs):
     >>> ax.get_ylabel()
     'surprise (std)'
     """
-    from .diagnostics import shift_scores
+    from .shifts import shift_scores
 
     scores = shift_scores(estimator, **kwargs)
     if ax is None:

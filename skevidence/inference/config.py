@@ -39,12 +39,10 @@ CONSTRAINTS = {
     "warmup_size": _at_least(Integral, 0),
     "warmup_factor": _at_least(Integral, 1),
     "integrator": [StrOptions({"baoab", "sghmc"})],
-    "precondition_shrinkage": [Number(Real, 0, 1, closed="both"), StrOptions({"ledoit-wolf"})],
     "curvature_ratio": _at_least(Real, 0.0),
     "exact_warmup": ["boolean"],
     "warmup_dtype": [StrOptions({"float32"}), None],
     "n_islands": _at_least(Integral, 1),
-    "first_chunk_size": _at_least(Integral, 1, optional=True),
     "annealing_steps_warning": _at_least(Integral, 1, optional=True),
     "max_particles": _at_least(Integral, 2, optional=True),
     "growth_threshold": _at_least(Real, 0.0),
@@ -68,25 +66,14 @@ class SGAISConfig:
 
     Parameters
     ----------
-    n_particles : int, default=128
-        Number of weighted particles (the estimators' ``n_particles``).
-    batch_size : int, default=500
-        Observations per chunk (the estimators' ``batch_size``).
-    n_burnin : int, default=20
-        Moves after every annealing step (the estimators' ``n_burnin``).
-    learning_rate : float, default=0.1
-        Step size of the SGHMC moves (the estimators' ``learning_rate``).
-    momentum_decay : float, default=0.2
-        SGHMC friction (the estimators' ``momentum_decay``).
-    target_ess : float, default=0.9
-        Conditional ESS kept by each annealing step, as a fraction of the
-        particles (the estimators' ``target_ess``).
-    resample_threshold : float, default=0.5
-        Resample when the ESS falls below this fraction of the particles
-        (the estimators' ``resample_threshold``).
-    reservoir_size : int or None, default=None
-        Observations kept for the mini-batches; ``None`` keeps them all
-        (the estimators' ``reservoir_size``).
+    n_particles, batch_size, n_burnin, learning_rate, momentum_decay, \
+target_ess, resample_threshold, reservoir_size
+        The estimators' parameters of the same names, with their defaults
+        (128, 500, 20, 0.1, 0.2, 0.9, 0.5 and None): the particles, the
+        observations per chunk, the moves per annealing step, the SGHMC
+        step and friction, the conditional ESS kept by each annealing step
+        and the ESS below which to resample (fractions of the particles),
+        and the observations kept for the mini-batches (None: all).
     precondition : {"covariance", "model", "curvature"} or None, \
 default="covariance"
         Metric of the moves. ``"covariance"``: the particles' weighted
@@ -124,13 +111,6 @@ default="covariance"
         the Langevin dynamics, exact in distribution for a Gaussian target
         at any stable step, or the paper's first-order SGHMC update, whose
         stationary variance is inflated by a term of the order of the step.
-    precondition_shrinkage : float or "ledoit-wolf", default=0.0
-        Weight in [0, 1] of the diagonal mixed into the covariance
-        preconditioner; ``"ledoit-wolf"`` picks it from the particles. Any
-        positive weight leaks the wide marginal scales of a correlated
-        posterior into its narrow directions, where the moves can diverge,
-        so it only helps when ``n_particles`` is not much larger than the
-        number of parameters.
     curvature_ratio : float, default=2.0
         With ``precondition="covariance"``, use the model's curvature
         (``Model.fisher_information``, where the model has one) when
@@ -156,12 +136,6 @@ default="covariance"
         (fewer for small clouds), each an independent sampler whose spread
         of evidence estimates gives ``log_evidence_std_``. Does not combine
         with ``max_particles``.
-    first_chunk_size : int or None, default=None
-        ``None`` adds the first ``batch_size`` observations in one chunk.
-        An integer adds them, with ``exact_warmup``, in chunks that double
-        in size, the smallest at least ``first_chunk_size``: cheaper first
-        chunks, but a larger error of the evidence on some models, so it is
-        opt-in (see :doc:`/benchmarks`).
     annealing_steps_warning : int or None, default=250
         Issue an :class:`~skevidence.exceptions.AnnealingWarning` when a
         chunk needs more annealing steps than this; ``None`` never warns.
@@ -206,12 +180,10 @@ default="covariance"
     warmup_size: int = 1000
     warmup_factor: int = 2
     integrator: str = "baoab"
-    precondition_shrinkage: float | str = 0.0
     curvature_ratio: float = 2.0
     exact_warmup: bool = True
     warmup_dtype: str | None = None
     n_islands: int = 1
-    first_chunk_size: int | None = None
     annealing_steps_warning: int | None = 250
     max_particles: int | None = None
     growth_threshold: float = 1.0

@@ -19,7 +19,7 @@ import torch
 
 __all__ = [
     "sghmc", "baoab", "ghmc", "covariance_preconditioner", "isotropic_preconditioner",
-    "precision_preconditioner", "ledoit_wolf_shrinkage",
+    "precision_preconditioner",
 ]
 
 
@@ -61,26 +61,16 @@ def _gaussian(M, d, generator, like):
     return torch.randn(M, d, generator=generator, dtype=like.dtype, device=like.device)
 
 
-def covariance_preconditioner(theta, W, shrinkage=0.0):
+def covariance_preconditioner(theta, W):
     """Cholesky factor of the weighted particle covariance, ``[d, d]``.
 
-    With ``shrinkage=1`` the factor is diagonal and is returned as its
-    diagonal, ``[d]`` (the kernels apply a 1-d factor elementwise).
-
-    ``W`` are normalised weights ``[M]``. ``shrinkage`` mixes in the diagonal
-    (for clouds of fewer particles than about ``2 d``, whose covariance is
-    rank deficient); a jitter on the diagonal, grown until the factorisation
-    succeeds, keeps it defined for a degenerate cloud.
+    ``W`` are normalised weights ``[M]``. A jitter on the diagonal, grown
+    until the factorisation succeeds, keeps it defined for a degenerate cloud.
     """
     mean = W @ theta
     centred = theta - mean
     cov = (centred * W[:, None]).T @ centred
     diag = torch.diagonal(cov)
-    if shrinkage == 1.0:  # diagonal: returned as a vector, applied elementwise
-        root = torch.sqrt(diag + 1e-12 * diag.mean())
-        if int((root > 0).sum()) == root.shape[0] and torch.isfinite(root).all():
-            return root
-    cov = (1.0 - shrinkage) * cov + torch.diag(shrinkage * diag)
     eye = torch.eye(cov.shape[0], dtype=cov.dtype, device=cov.device)
     scale = diag.mean().clamp_min(1e-300)
     for jitter in (1e-12, 1e-9, 1e-6, 1e-3):
@@ -93,30 +83,6 @@ def covariance_preconditioner(theta, W, shrinkage=0.0):
         "(standardise them, e.g. StandardScaler), a learning_rate too large "
         "(try a tenth of it), or fewer particles than parameters (increase n_particles)"
     )
-
-
-def ledoit_wolf_shrinkage(theta, W):
-    """Data-driven weight of the diagonal for :func:`covariance_preconditioner`.
-
-    The Ledoit-Wolf (2004) estimate of the weight that minimises the
-    expected Frobenius error of the shrunk covariance (target: its
-    diagonal), with the Kish effective sample size of the weights ``W``
-    in place of the particle count.
-    """
-    mean = W @ theta
-    centred = theta - mean
-    cov = (centred * W[:, None]).T @ centred
-    n_eff = float(1.0 / (W**2).sum())
-    # Spread of the per-particle outer products around their mean: the
-    # sampling variance of the covariance's off-diagonal entries.
-    sq = centred**2
-    var_entries = ((sq * W[:, None]).T @ sq - cov**2) / max(n_eff, 1.0)
-    off = ~torch.eye(cov.shape[0], dtype=torch.bool, device=cov.device)
-    numerator = float(var_entries[off].clamp_min(0).sum())
-    denominator = float((cov[off] ** 2).sum())
-    if denominator <= 0.0:
-        return 1.0
-    return min(max(numerator / denominator, 0.0), 1.0)
 
 
 def precision_preconditioner(precision):

@@ -5,7 +5,7 @@ import torch
 
 from ..models.base import Model, batch_size_of, take
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
-                      ledoit_wolf_shrinkage, precision_preconditioner)
+                      precision_preconditioner)
 
 __all__ = ["preconditioner", "uses_curvature", "laplace_precision",
            "in_preconditioned_coordinates"]
@@ -17,10 +17,7 @@ def preconditioner(model, state, config, chunk, lam):
         return precision_preconditioner(laplace_precision(model, state, config, chunk, lam))
     if config.precondition in ("covariance", "curvature"):  # curvature unknown: covariance
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        shrinkage = config.precondition_shrinkage
-        if shrinkage == "ledoit-wolf":
-            shrinkage = ledoit_wolf_shrinkage(state.theta, W)
-        return covariance_preconditioner(state.theta, W, shrinkage)
+        return covariance_preconditioner(state.theta, W)
     n_eff = state.n_seen + lam * batch_size_of(chunk)
     return isotropic_preconditioner(d, n_eff, state.theta)
 

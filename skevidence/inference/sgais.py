@@ -95,30 +95,13 @@ def update(model, state, config, batch, move=None, callback=None):
 def chunk_ends(n_seen, n_new, config):
     """Ends (offsets into the new data) of the chunks that ``n_new`` observations form.
 
-    Chunk boundaries depend only on the stream position: multiples of
-    ``batch_size``, and within the first ``batch_size`` observations the
-    points ``batch_size / 2^k`` (``k = K, ..., 1``, the smallest at least
-    ``first_chunk_size``; only when that is set and with ``exact_warmup``).
-    The chunks nearest the prior need the most annealing steps per
-    observation; kept small, each of their steps (exact moves over the data
-    seen) costs a fraction of a full chunk's (see docs/benchmarks.rst).
-    Feeding a stream in pieces that end on these boundaries gives the
-    numbers of one call.
+    Chunks end on multiples of ``batch_size`` in the stream, so that feeding
+    a stream in pieces that end on these boundaries gives the numbers of
+    one call.
     """
-    b = config.batch_size
-    ramp = []
-    if config.first_chunk_size is not None and config.exact_warmup:
-        k = 1
-        while b // 2**k >= max(config.first_chunk_size, 1):
-            ramp.append(b // 2**k)
-            k += 1
-    ends, n = [], n_seen
-    while n < n_seen + n_new:
-        later = [r for r in ramp if r > n]
-        boundary = min(later) if later else (n // b + 1) * b
-        n = min(boundary, n_seen + n_new)
-        ends.append(n - n_seen)
-    return ends
+    b, stop = config.batch_size, n_seen + n_new
+    ends = [*range((n_seen // b + 1) * b, stop, b), stop] if n_new else []
+    return [end - n_seen for end in ends]
 
 
 def _counting(move, steps, callback):

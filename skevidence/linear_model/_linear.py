@@ -7,8 +7,9 @@ from sklearn.utils import check_X_y
 from sklearn.utils.validation import validate_data
 
 from .._arviz import feature_coords
-from .._base import BaseEvidenceEstimator
-from .._docstrings import TRUST_ATTRIBUTES_DOC, shared_params_doc, warmup_doc
+from .._base import BaseEvidenceEstimator, store_init_params
+from .._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, shared_params_doc,
+                           warmup_doc)
 from .._validation import FINITE, POSITIVE_FINITE
 from ..models import LinearRegressionModel
 
@@ -91,12 +92,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         Posterior particles ``[coef, intercept, log sigma^2]`` (the
         intercept without ``fit_intercept``, ``log sigma^2`` with known
         noise left out).
-    particle_weights_ : ndarray of shape (n_particles,)
-        Their normalised importance weights.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    n_samples_seen_ : int
-        Number of observations conditioned on.
+{WEIGHTS_ATTRIBUTES_DOC}
 
     Notes
     -----
@@ -167,18 +163,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
         engine_options=None, method="sgais",
     ):
-        super().__init__(
-            n_particles=n_particles, max_particles=max_particles, batch_size=batch_size,
-            n_burnin=n_burnin, learning_rate=learning_rate, momentum_decay=momentum_decay,
-            target_ess=target_ess, resample_threshold=resample_threshold,
-            reservoir_size=reservoir_size, device=device, dtype=dtype,
-            random_state=random_state, verbose=verbose, engine_options=engine_options,
-            method=method)
-        self.fit_intercept = fit_intercept
-        self.prior_std = prior_std
-        self.noise_std = noise_std
-        self.intercept_prior_mean = intercept_prior_mean
-        self.noise_prior_scale = noise_prior_scale
+        store_init_params(self, locals())
 
     def _data_priors(self, y):
         """``(intercept_prior_mean, noise_prior_scale)`` set from the first chunk of ``y``."""

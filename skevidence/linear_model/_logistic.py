@@ -11,7 +11,8 @@ from sklearn.utils.validation import validate_data
 
 from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator, store_init_params
-from .._docstrings import TRUST_ATTRIBUTES_DOC, method_doc, shared_params_doc, warmup_doc
+from .._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, method_doc,
+                           shared_params_doc, warmup_doc)
 from .._validation import POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
 
@@ -74,12 +75,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         Posterior mean of the biases (zeros when ``fit_intercept=False``).
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``[coef.ravel(), intercept]``.
-    particle_weights_ : ndarray of shape (n_particles,)
-        Their normalised importance weights.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    n_samples_seen_ : int
-        Number of observations conditioned on.
+{WEIGHTS_ATTRIBUTES_DOC}
 
     See Also
     --------

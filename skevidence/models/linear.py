@@ -1,12 +1,4 @@
-"""Bayesian linear regression, known or unknown noise (paper, Appendix B.1).
-
-Both models share the conjugate prior of the coefficients
-``beta = [w, b]``: ``beta | sigma^2 ~ N(mu, sigma^2 prior_std^2 I)`` with
-``mu = [0, ..., 0, intercept_prior_mean]``, so ``prior_std`` is in units of
-the noise. With known noise ``sigma = noise_std``; with unknown noise
-``sigma^2 ~ InvGamma(1, noise_prior_scale^2)`` (Normal-Inverse-Gamma), and
-the evidence stays in closed form (``y`` is multivariate t).
-"""
+"""Bayesian linear regression, known or unknown noise (paper, Appendix B.1)."""
 
 import math
 

@@ -48,7 +48,7 @@ def test_ghmc_rejects_instead_of_diverging():
     assert not torch.isfinite(wild).all() or wild.abs().max() > 1e6
 
 
-def test_covariance_preconditioner_is_the_weighted_covariance_without_shrinkage():
+def test_covariance_preconditioner_is_the_weighted_covariance():
     g = torch.Generator().manual_seed(2)
     theta = torch.randn(500, 3, generator=g, dtype=torch.float64) * torch.tensor([1.0, 10.0, 0.1])
     W = torch.full((500,), 1 / 500, dtype=torch.float64)

@@ -9,7 +9,7 @@ import torch
 
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference import moves, preconditioning, sgais
-from skevidence.inference.kernels import ledoit_wolf_shrinkage, precision_preconditioner
+from skevidence.inference.kernels import precision_preconditioner
 from skevidence.models import (GaussianMixtureModel, LinearRegressionModel,
                                LogisticRegressionModel, Model)
 
@@ -57,21 +57,6 @@ def test_precision_preconditioner_is_a_square_root_of_the_inverse():
     precision = A @ A.T + 0.1 * torch.eye(6, dtype=torch.float64)
     L = precision_preconditioner(precision)
     torch.testing.assert_close(L @ L.T, torch.linalg.inv(precision))
-
-
-def test_ledoit_wolf_weight_falls_with_the_number_of_particles():
-    gen = torch.Generator().manual_seed(0)
-    mix = torch.randn(20, 20, generator=gen, dtype=torch.float64)
-
-    def weight(M):
-        theta = torch.randn(M, 20, generator=gen, dtype=torch.float64) @ mix
-        return ledoit_wolf_shrinkage(theta, torch.full((M,), 1.0 / M, dtype=torch.float64))
-
-    # A correlated Gaussian: 10 draws in 20 dimensions cannot resolve the
-    # correlations, 5000 can (this seed: 0.48, 0.30, 0.09, 0.019, 0.004 at
-    # 10, 40, 200, 1000, 5000 draws).
-    assert weight(10) > 0.3
-    assert weight(5000) < 0.02
 
 
 def test_curvature_is_used_only_with_fewer_than_two_particles_per_parameter():

@@ -139,7 +139,7 @@ def test_a_failed_update_leaves_the_given_state_as_it_was(method, k):
 
 @pytest.mark.parametrize("setting", [dict(precondition="covarience"), dict(integrator="BAOAB"),
                                      dict(control_variate="particles"),
-                                     dict(precondition_shrinkage="ledoit")])
+                                     dict(warmup_dtype="float16")])
 def test_config_rejects_unknown_string_settings(setting):
     with pytest.raises(ValueError, match="must be"):
         sgais.SGAISConfig(**setting)

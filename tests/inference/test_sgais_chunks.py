@@ -13,35 +13,27 @@ from skevidence.models import LinearRegressionModel
 from tests.conftest import paper_linear_data
 
 
-def test_first_batch_comes_in_doubling_chunks_then_whole_batches():
-    config = sgais.SGAISConfig(first_chunk_size=16)
-    assert sgais.chunk_ends(0, 2100, config) == [31, 62, 125, 250, 500, 1000, 1500, 2000, 2100]
-    # Boundaries depend on the stream position only: a call starting at 40 or
-    # at 1010 ends its chunks on the same boundaries as one long call.
-    assert sgais.chunk_ends(40, 500, config) == [22, 85, 210, 460, 500]
-    assert sgais.chunk_ends(1010, 600, config) == [490, 600]
-    assert sgais.chunk_ends(0, 20, config) == [20]
-    # The default: whole batches from the start (the paper's chunking).
-    assert sgais.chunk_ends(0, 1200, sgais.SGAISConfig()) == [500, 1000, 1200]
-    assert sgais.chunk_ends(700, 900, sgais.SGAISConfig()) == [300, 800, 900]
-    # Mini-batch moves (no exact warm-up) cost the same on any chunk: no ramp.
-    no_exact = sgais.SGAISConfig(exact_warmup=False, first_chunk_size=16)
-    assert sgais.chunk_ends(0, 600, no_exact) == [500, 600]
-    assert sgais.chunk_ends(0, 300, sgais.SGAISConfig(batch_size=100, first_chunk_size=20)) == [
-        25, 50, 100, 200, 300]
+def test_chunks_end_on_multiples_of_batch_size_in_the_stream():
+    config = sgais.SGAISConfig()
+    assert sgais.chunk_ends(0, 1200, config) == [500, 1000, 1200]
+    # Boundaries depend on the stream position only: a call starting at 700
+    # ends its chunks on the same boundaries as one long call.
+    assert sgais.chunk_ends(700, 900, config) == [300, 800, 900]
+    assert sgais.chunk_ends(1000, 500, config) == [500]
+    assert sgais.chunk_ends(0, 0, config) == []
 
 
-def test_updates_split_on_a_ramp_boundary_equal_one_update():
+def test_updates_split_on_a_chunk_boundary_equal_one_update():
     model = LinearRegressionModel(5)
     X, y = (torch.as_tensor(a) for a in paper_linear_data(700, 3))
-    config = sgais.SGAISConfig(n_particles=32, n_burnin=3, first_chunk_size=16)
+    config = sgais.SGAISConfig(n_particles=32, n_burnin=3, batch_size=200)
     full = sgais.update(model, sgais.init(model, config, torch.Generator().manual_seed(1)),
                         config, (X, y))
     split = sgais.init(model, config, torch.Generator().manual_seed(1))
-    split = sgais.update(model, split, config, (X[:125], y[:125]))
-    split = sgais.update(model, split, config, (X[125:], y[125:]))
+    split = sgais.update(model, split, config, (X[:400], y[:400]))
+    split = sgais.update(model, split, config, (X[400:], y[400:]))
     assert split.log_evidence == full.log_evidence and torch.equal(split.theta, full.theta)
-    assert [info.n_seen for info in split.trace] == [31, 62, 125, 250, 500, 700]
+    assert [info.n_seen for info in split.trace] == [200, 400, 600, 700]
 
 
 def _first_batch_steps(noise_std):
@@ -56,9 +48,8 @@ def _first_batch_steps(noise_std):
 def test_annealing_steps_grow_logarithmically_with_informativeness():
     # Each factor 1e4 in the likelihood's precision adds about 45 steps to
     # the first chunk (37, 82, 126 measured for noise_std 1, 1e-2, 1e-4 with
-    # n_burnin=20; 53, 96, 142, 185 down to 1e-6 with doubling first chunks;
-    # seeds move them by a few steps): growth like log(precision), where a
-    # linear growth would give thousands.
+    # n_burnin=20; seeds move them by a few steps): growth like
+    # log(precision), where a linear growth would give thousands.
     steps = [_first_batch_steps(s) for s in (1.0, 1e-2, 1e-4)]
     assert steps[0] < steps[1] < steps[2] <= 220
     assert steps[2] - steps[1] <= 1.5 * (steps[1] - steps[0]) + 10

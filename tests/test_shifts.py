@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
-from skevidence.diagnostics import detect_shifts, shift_scores
+from skevidence.shifts import detect_shifts, shift_scores
 
 
 class TraceOnly(BaseEstimator):
@@ -154,3 +154,12 @@ def test_plot_shifts_draws_the_surprise_threshold_and_shifts():
     ax = plot_shifts(nested.fit(np.zeros((3, 1))), threshold=4.0)
     assert ax.get_lines()[2].get_xdata()[0] == 5500
     matplotlib.pyplot.close(ax.figure)
+
+
+def test_the_old_module_name_still_works_and_warns():
+    import importlib
+    import sys
+    sys.modules.pop("skevidence.diagnostics", None)
+    with pytest.warns(FutureWarning, match="skevidence.shifts"):
+        old = importlib.import_module("skevidence.diagnostics")
+    assert old.detect_shifts is detect_shifts
