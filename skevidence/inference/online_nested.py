@@ -10,21 +10,12 @@ runs' ``H / n_live``. The moves are exact (the thesis used SGHMC), so the
 cost grows quadratically with the data (:ref:`methods`).
 """
 
-from dataclasses import replace
-
-import torch
-
 from ..models.base import batch_size_of
 from . import nested, sgais
+from .ais import init  # prior draws, as AIS: no control variate, the moves are exact
 from .engine import Engine
 
 __all__ = ["init", "update"]
-
-
-def init(model, config, generator, dtype=torch.float64, device="cpu"):
-    """Prior draws with equal weights and an empty data store."""
-    return sgais.init(model, replace(config, control_variate=None), generator,
-                      dtype=dtype, device=device)
 
 
 def update(model, state, config, batch, move=None, callback=None):
