@@ -46,7 +46,7 @@ def exact_move(model, state, config, chunk, lam):
     batch = tuple(torch.cat([p, c]) for p, c in zip(past, chunk))
     mean, cov = model.posterior(batch, weights=weights)
     eps = torch.randn(state.theta.shape, generator=state.generator, dtype=torch.float64)
-    return mean + eps @ torch.linalg.cholesky(cov).T
+    return sgais.MoveResult(mean + eps @ torch.linalg.cholesky(cov).T)
 
 
 def evidence_error(X, y, settings, exact_draws, seed):

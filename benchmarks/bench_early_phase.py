@@ -244,7 +244,7 @@ def instrument(profile, est, time_cap):
     for name in ("_resample", "_islands_to_resample", "maybe_grow", "shrink_to_base",
                  "_discard_diverged"):
         patch(sgais, name, lambda f: sec("resample", f))
-    patch(sgais, "_maybe_refresh_reference", lambda f: sec("cv", f))
+    patch(sgais, "refresh_reference", lambda f: sec("cv", f))
     patch(ControlVariate, "add_chunk", lambda f: sec("cv", f))
     patch(preconditioning, "preconditioner", lambda f: sec("precond", f))
     patch(moves, "_cast_batch", lambda f: sec("prep", f))

@@ -69,7 +69,7 @@ def update(model, state, config, batch, move=None, callback=None):
         chunk = tuple(t[start:end] for t in batch)
         start = end
         predictive_ess = _add_predictive(model, state, chunk)
-        sgais._maybe_refresh_reference(model, state, config)
+        sgais.refresh_reference(model, state, config)
         acceptance = sgais.take_move(state, move(model, state, config, chunk, 1.0))
         n_lost = _replace_diverged(state)
         state.reservoir = state.reservoir.append(chunk, state.generator)

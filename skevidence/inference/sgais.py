@@ -42,7 +42,8 @@ from .reservoir import Reservoir
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
     "chunk_ends", "sghmc_move", "exact_move", "record_chunk", "successor",
-    "take_move", "segment_variance", "AnnealingWarning", "long_chunk_message",
+    "take_move", "refresh_reference", "segment_variance", "AnnealingWarning",
+    "long_chunk_message",
 ]
 
 
@@ -70,21 +71,21 @@ def update(model, state, config, batch, move=None, callback=None):
 
     Returns a new state; ``state`` is left as it was, also when a chunk
     fails (see :func:`successor`). ``move(model, state, config, chunk,
-    lam)`` returns a :class:`MoveResult` (or the moved particles alone) and
-    leaves ``state`` as it was; the default is :func:`sghmc_move`.
+    lam)`` returns a :class:`MoveResult` and leaves ``state`` as it was;
+    the default is :func:`sghmc_move`.
     ``callback(state, lam, n_pending)`` runs after every annealing step
     (``lam`` reached, ``n_pending`` the size of the chunk not yet counted
     in ``state.n_seen``) and after each chunk (``lam = 1``, none pending).
     """
     state = successor(state)
-    steps = [0]  # annealing steps of the current chunk
-    move = _counting(sghmc_move if move is None else move, steps, callback)
+    move = sghmc_move if move is None else move
     start, longest = 0, (0, 0, 0)
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config):
         chunk = tuple(t[start:end] for t in batch)
-        steps[0] = 0
-        state.trace.append(_condition_on_chunk(model, state, config, chunk, move))
-        longest = max(longest, (steps[0], state.n_seen - (end - start), end - start))
+        info = _condition_on_chunk(model, state, config, chunk, move, callback)
+        state.trace.append(info)
+        longest = max(longest, (info.n_annealing_steps, state.n_seen - (end - start),
+                                end - start))
         start = end
         if callback is not None:
             callback(state, 1.0, 0)
@@ -104,20 +105,9 @@ def chunk_ends(n_seen, n_new, config):
     return [end - n_seen for end in ends]
 
 
-def _counting(move, steps, callback):
-    """``move`` that counts the annealing steps (one move each) and reports them."""
-    def counted_move(model, state, config, chunk, lam):
-        result = move(model, state, config, chunk, lam)
-        steps[0] += 1
-        if callback is not None:
-            callback(state, lam, batch_size_of(chunk))
-        return result
-    return counted_move
-
-
-def _condition_on_chunk(model, state, config, chunk, move):
+def _condition_on_chunk(model, state, config, chunk, move, callback):
     """Anneal the particles from the posterior without ``chunk`` to the one with it."""
-    _maybe_refresh_reference(model, state, config)
+    refresh_reference(model, state, config)
     lam, tally = 0.0, ChunkTally(n_particles=state.theta.shape[0])
     var_before = variance_so_far(state)
     loglik = _chunk_log_likelihood(model, state.theta, chunk)
@@ -145,6 +135,8 @@ def _condition_on_chunk(model, state, config, chunk, move):
             break
         _apply_move(state, move(model, state, config, chunk, lam), tally)
         _tally_divergences(tally, *_discard_diverged(state))
+        if callback is not None:
+            callback(state, lam, batch_size_of(chunk))
         if lam < 1.0:  # (after the chunk's last move the loop ends)
             loglik = _chunk_log_likelihood(model, state.theta, chunk)
     state.reservoir = state.reservoir.append(chunk, state.generator)
@@ -184,11 +176,10 @@ def _apply_move(state, result, tally):
 def take_move(state, result):
     """Take the moved particles, and the adapted step size, from a move's result.
 
-    ``result`` is a :class:`MoveResult` or a tensor of particles; returns
-    the move's acceptance rate (None for unadjusted moves).
+    Returns the move's acceptance rate (None for unadjusted moves).
     """
-    if isinstance(result, torch.Tensor):
-        result = MoveResult(result)
+    if not isinstance(result, MoveResult):
+        raise TypeError(f"a move must return a MoveResult, not {type(result).__name__}")
     state.theta = result.theta
     if result.step_size is not None:
         state.exact_step_size = result.step_size
@@ -298,7 +289,9 @@ def _discard_diverged(state):
     return lost, fraction, _resample(state, np.logical_or.reduceat(~ok, starts))
 
 
-def _maybe_refresh_reference(model, state, config):
+def refresh_reference(model, state, config):
+    """Move the control variate's reference to the particles once the data seen
+    have grown by the refresh factor since the last move (a pass over the store)."""
     cv = state.cv
     if cv is None or state.n_seen == 0:
         return

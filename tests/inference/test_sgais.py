@@ -51,7 +51,7 @@ def test_diverged_particles_are_replaced():
     def move_that_breaks_two(model, state, config, chunk, lam):
         theta = sgais.sghmc_move(model, state, config, chunk, lam).theta.clone()
         theta[:2] = float("inf")
-        return theta
+        return sgais.MoveResult(theta)
 
     state = sgais.update(model, state, config, (torch.as_tensor(X), torch.as_tensor(y)),
                          move=move_that_breaks_two)
