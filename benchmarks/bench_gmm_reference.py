@@ -14,7 +14,9 @@ models).
 
 The table has one row per (geometry, N, sampler seed): EvidenceGMM's log
 evidence with its defaults, the reference with its standard error and ESS,
-and the difference.
+and the difference. References are cached in ``references/gmm_reference.json``
+beside this script (keyed by geometry, N, data seed and draws), so a rerun
+does not recompute them.
 
     python benchmarks/bench_gmm_reference.py --n 4000 20000 --seeds 0 1 2
     python benchmarks/bench_gmm_reference.py --engine exact_warmup=True
@@ -23,8 +25,10 @@ and the difference.
 """
 
 import argparse
+import json
 import math
 import os
+import pathlib
 import sys
 import time
 
@@ -131,6 +135,22 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
             "ess": ess / n_draws, "n_modes": n_modes, "laplace": laplace}
 
 
+CACHE = pathlib.Path(__file__).parent / "references" / "gmm_reference.json"
+
+
+def cached_reference(X, model, key, n_draws):
+    """:func:`reference_log_evidence`, read from ``references/gmm_reference.json`` when
+    computed before. ``key`` names the data (geometry, size, data seed); the model's
+    priors are set from the data, so it also fixes the model."""
+    key = f"{key} draws={n_draws}"
+    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
+    if key not in cache:
+        cache[key] = reference_log_evidence(X, model, n_draws=n_draws)
+        CACHE.parent.mkdir(exist_ok=True)
+        CACHE.write_text(json.dumps(dict(sorted(cache.items())), indent=1) + "\n")
+    return cache[key]
+
+
 def model_of(estimator):
     """The GaussianMixtureModel of a fitted EvidenceGMM (its frozen priors included)."""
     return estimator._model
@@ -166,7 +186,8 @@ def main():
                 est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
                 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
                 if ref is None:
-                    ref = reference_log_evidence(X, model_of(est), n_draws=args.draws)
+                    ref = cached_reference(X, model_of(est), f"{geometry} n={n} "
+                                           f"data_seed={args.data_seed}", args.draws)
                 diff = est.log_evidence_ - ref["log_evidence"]
                 rows.append((geometry, n, diff, est.log_evidence_std_))
                 print(f"{geometry:>10} {n:>6} {seed:>4} {elapsed:>7.1f} {cpu:>7.1f} "
@@ -192,8 +213,9 @@ def trace_errors(args, params):
             for seed in args.seeds:
                 est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
                 if refs is None:
-                    refs = [reference_log_evidence(X[:m], model_of(est),
-                                                   n_draws=args.draws)["log_evidence"]
+                    refs = [cached_reference(X[:m], model_of(est), f"{geometry} n={m} of {n} "
+                                             f"data_seed={args.data_seed}",
+                                             args.draws)["log_evidence"]
                             for m in args.trace_at]
                 trace = est.evidence_trace_
                 at = [int(np.flatnonzero(trace["n_seen"] == m)[0]) for m in args.trace_at]

@@ -9,6 +9,19 @@ Laplace value (which needs no sampling).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_logistic_stream.py --n 1e5
     OMP_NUM_THREADS=1 python benchmarks/bench_logistic_stream.py --n 1e5 --fit --at 2e3 1e4 3e4 1e5
+    python benchmarks/bench_logistic_stream.py --n 1e6 --data-seed 2 --fit --sampler-seeds 0 1 2
+
+The reference of each data set (``make_logistic_regression(N,
+random_state=data_seed)``) is cached in ``references/logistic_stream.json``
+beside this script, with its ESS, standard error and CPU time, so a run
+reads it instead of recomputing it (``--recompute`` forces a new one). The
+cached references (``--samples 4000 --nu 8``, two IS seeds averaged):
+
+========== ======= ================ ======== ======= =========
+data seed  N       IS log Z         std err  ESS     Laplace
+========== ======= ================ ======== ======= =========
+(filled by the runs of this script; see the JSON file)
+========== ======= ================ ======== ======= =========
 
 With ``--fit`` the stream is also fed to ``EvidenceLogisticRegression``
 (``partial_fit`` in blocks ending at the ``--at`` points) and, at each of
@@ -26,7 +39,9 @@ over more of the parameter space than the posterior puts there), about
 
 import argparse
 import ast
+import json
 import math
+import pathlib
 import time
 
 import numpy as np
@@ -38,6 +53,7 @@ from skevidence.models import LogisticRegressionModel
 
 _DATA_BLOCK = 20_000
 _SAMPLE_BLOCK = 200
+CACHE = pathlib.Path(__file__).parent / "references" / "logistic_stream.json"
 
 
 class LogisticPosterior:
@@ -125,63 +141,92 @@ def cloud_vs_posterior(theta, W, mode, precision):
     return spread, offset
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=float, default=1e5)
-    parser.add_argument("--samples", type=int, default=4000)
-    parser.add_argument("--nu", type=int, default=8)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--fit", action="store_true")
-    parser.add_argument("--at", type=float, nargs="+", default=[2e3, 1e4, 3e4, 1e5])
-    parser.add_argument("--options", default="{}",
-                        help="estimator parameters (a Python dict literal)")
-    args = parser.parse_args()
-    n = int(args.n)
-    X, y = make_logistic_regression(n, random_state=1)
-    classes = np.unique(y)
-    K = len(classes)
-
+def reference(n, data_seed, samples, nu, is_seeds, recompute=False):
+    """The cached IS reference of ``make_logistic_regression(n, random_state=data_seed)``."""
+    key = f"data_seed={data_seed} n={n} samples={samples} nu={nu} is_seeds={list(is_seeds)}"
+    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
+    if key in cache and not recompute:
+        return cache[key]
+    X, y = make_logistic_regression(n, random_state=data_seed)
     t0 = time.process_time()
-    post = LogisticPosterior(X, y, K)
+    post = LogisticPosterior(X, y, len(np.unique(y)))
     mode = post.mode()
-    laplace = post.laplace(mode)
-    print(f"N = {n}: Laplace {laplace:.3f}  ({time.process_time() - t0:.1f} CPU s)", flush=True)
-    refs = []
-    for seed in args.seeds:
-        t0 = time.process_time()
-        log_z, se, ess_value = t_importance_sampling(post, mode, args.samples, args.nu, seed)
-        refs.append(log_z)
-        print(f"  t({args.nu}) IS seed {seed}: log Z {log_z:.3f} +- {se:.3f}, ESS "
-              f"{ess_value:.0f} / {args.samples}, IS - Laplace {log_z - laplace:+.3f} "
-              f"({time.process_time() - t0:.1f} CPU s)", flush=True)
-    reference = float(np.mean(refs))
-    if not args.fit:
-        return
+    runs = [t_importance_sampling(post, mode, samples, nu, seed) for seed in is_seeds]
+    entry = {"log_z": float(np.mean([r[0] for r in runs])),
+             # the runs are independent: the mean's error is the root mean square over k
+             "std_err": float(np.sqrt(np.mean([r[1] ** 2 for r in runs]) / len(runs))),
+             "ess": [float(r[2]) for r in runs], "runs": [float(r[0]) for r in runs],
+             "laplace": post.laplace(mode), "cpu_s": time.process_time() - t0}
+    cache[key] = entry
+    CACHE.parent.mkdir(exist_ok=True)
+    CACHE.write_text(json.dumps(dict(sorted(cache.items())), indent=1) + "\n")
+    return entry
 
-    options = ast.literal_eval(args.options)
-    est = EvidenceLogisticRegression(**{"random_state": 0, **options})
-    ends = sorted({int(a) for a in args.at if a <= n} | {n})
-    print(f"{'n':>8} {'CPU s':>7} {'spread':>7} {'offset':>7} {'log Z':>12} {'Laplace':>12} "
-          f"{'error':>8} {'std':>6}  ({options})", flush=True)
+
+def fit_stream(X, y, ends, seed, options, refs, data_seed, show_cloud):
+    """Feed the stream to one fit, in blocks ending at ``ends``; one row per end."""
+    classes = np.unique(y)
+    est = EvidenceLogisticRegression(**{"random_state": seed, **options})
     start, cpu, prev_mode = 0, 0.0, None
     for end in ends:
         t0 = time.process_time()
         est.partial_fit(X[start:end], y[start:end], classes=classes)
         cpu += time.process_time() - t0
         start = end
-        sub = post if end == n else LogisticPosterior(X[:end], y[:end], K)
-        sub_mode = mode if end == n else sub.mode(prev_mode)
-        prev_mode = sub_mode
-        state = est._state
-        W = torch.as_tensor(state.weights, dtype=state.theta.dtype)
-        spread, offset = cloud_vs_posterior(state.theta.to(torch.float64), W.to(torch.float64),
-                                            sub_mode, sub.precision(sub_mode))
-        sub_laplace = laplace if end == n else sub.laplace(sub_mode)
-        ref = reference if end == n else sub_laplace
-        print(f"{end:>8d} {cpu:>7.1f} {spread:>7.3f} {offset:>7.2f} {est.log_evidence_:>12.3f} "
-              f"{sub_laplace:>12.3f} {est.log_evidence_ - ref:>+8.3f} {state.log_evidence_std:>6.3f}",
+        spread = offset = math.nan
+        if show_cloud:  # the cloud against the Laplace posterior of the data seen
+            sub = LogisticPosterior(X[:end], y[:end], len(classes))
+            prev_mode = sub.mode(prev_mode)
+            state = est._state
+            W = torch.as_tensor(state.weights, dtype=torch.float64)
+            spread, offset = cloud_vs_posterior(state.theta.to(torch.float64), W, prev_mode,
+                                                sub.precision(prev_mode))
+        ref = refs[end]
+        std = est.log_evidence_std_
+        error = est.log_evidence_ - ref["log_z"]
+        print(f"{data_seed:>5d} {seed:>5d} {end:>8d} {cpu:>7.1f} {spread:>7.3f} {offset:>7.2f} "
+              f"{est.log_evidence_:>13.3f} {error:>+8.3f} {std:>6.3f} {error / std:>+6.2f}",
               flush=True)
-    print(f"(error at N against the IS reference {reference:.3f}, before against Laplace)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=float, default=1e5)
+    parser.add_argument("--data-seed", type=int, default=1)
+    parser.add_argument("--samples", type=int, default=4000)
+    parser.add_argument("--nu", type=int, default=8)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1],
+                        help="importance-sampling seeds of the reference")
+    parser.add_argument("--recompute", action="store_true", help="ignore the cached references")
+    parser.add_argument("--fit", action="store_true")
+    parser.add_argument("--sampler-seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--at", type=float, nargs="+", default=[],
+                        help="report the fit at these n (each gets its own IS reference)")
+    parser.add_argument("--cloud", action="store_true",
+                        help="also compare the cloud with the Laplace posterior at each n")
+    parser.add_argument("--options", default="{}",
+                        help="estimator parameters (a Python dict literal)")
+    args = parser.parse_args()
+    n = int(args.n)
+    ends = sorted({int(a) for a in args.at if a <= n} | {n})
+    refs = {}
+    print(f"{'data':>5} {'N':>8} {'IS log Z':>14} {'std err':>8} {'ESS':>12} {'IS - Laplace':>12}"
+          f" {'CPU s':>7}", flush=True)
+    for end in ends:
+        refs[end] = ref = reference(end, args.data_seed, args.samples, args.nu, args.seeds,
+                                    args.recompute)
+        ess = "/".join(f"{e:.0f}" for e in ref["ess"])
+        print(f"{args.data_seed:>5d} {end:>8d} {ref['log_z']:>14.3f} {ref['std_err']:>8.3f} "
+              f"{ess:>12} {ref['log_z'] - ref['laplace']:>+12.3f} {ref['cpu_s']:>7.1f}",
+              flush=True)
+    if not args.fit:
+        return
+    options = ast.literal_eval(args.options)
+    X, y = make_logistic_regression(n, random_state=args.data_seed)
+    print(f"{'data':>5} {'seed':>5} {'n':>8} {'CPU s':>7} {'spread':>7} {'offset':>7} "
+          f"{'log Z':>13} {'error':>8} {'std':>6} {'z':>6}  ({options})", flush=True)
+    for seed in args.sampler_seeds:
+        fit_stream(X, y, ends, seed, options, refs, args.data_seed, args.cloud)
 
 
 if __name__ == "__main__":
