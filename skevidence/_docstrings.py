@@ -65,10 +65,14 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         from the best particle reaches; about ``n_params / 2`` at the
         posterior) with its ``posterior_gap_threshold`` and
         ``posterior_gap_n_seen`` (the check reruns when the data seen have
-        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
-        issued with the entries of ``warnings`` that say most particles
-        diverged in one move, the ESS collapsed, or the gap exceeds its
-        threshold; a chunk that needed more annealing steps than the
+        doubled), ``spread_ratio`` (``-E[(theta - mean) . grad log
+        p(theta)] / n_params`` over the particles, about 1 at the posterior
+        by Stein's identity, below for a cloud narrower than the posterior)
+        with its standard error ``spread_ratio_se``, and ``warnings``. A
+        :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
+        entries of ``warnings`` that say most particles diverged in one
+        move, the ESS collapsed, the gap exceeds its threshold, or the
+        spread ratio is far below 1 (a collapsed cloud); a chunk that needed more annealing steps than the
         ``annealing_steps_warning`` entry of ``engine_options`` (250 by
         default) is listed there too, but warned about by
         :class:`~skevidence.exceptions.AnnealingWarning`."""
