@@ -9,12 +9,8 @@ gap far above ``d / 2`` means the particles sit below the posterior's
 bulk: the sampler has not reached it. An optimiser that stops short of the
 mode only shrinks the gap, so the check errs on the side of silence.
 
-A cloud that has collapsed near the mode has a gap near ``d / 2`` or
-below and passes that check; :func:`spread_ratio` sees it instead, from the
-Stein identity ``E_p[(theta - c) . grad log p(theta)] = -d``, which holds
-for any density that vanishes at its boundary (skewed or multimodal ones
-too), so that the particles' spread is measured against the posterior's
-own curvature without a mode or a Hessian.
+A cloud collapsed near the mode has a gap near ``d / 2`` or below and
+passes that check; :func:`spread_ratio` sees it instead.
 """
 
 import math
@@ -58,29 +54,24 @@ def _log_posterior(model, theta, store, scale):
 def spread_ratio(model, theta, W, store, n_seen):
     """``(ratio, standard error)`` of the particles' spread against the posterior's.
 
-    ``ratio = -E_W[(theta - mean) . grad log p(theta)] / d``, about 1 for
-    posterior draws (the Stein identity; the sample mean for ``c`` costs
-    a factor ``1 - 1 / M``, negligible) and, near a Gaussian mode, the mean
-    of ``(theta - mean)^T H (theta - mean) / d``: below 1 for a cloud that
-    is narrower than the posterior, above 1 for a wider one. The standard
-    error is the weighted spread of the per-particle terms over the root
-    of the weights' ESS. One gradient of the log posterior per particle on
-    the stored data (scaled up as in :func:`posterior_gap`); NaNs when a
-    gradient is not finite.
+    ``ratio = -E_W[(theta - mean) . grad log p(theta)] / d`` is about 1
+    for posterior draws by Stein's identity ``E_p[(theta - c) . grad log
+    p] = -d``, which holds for any density vanishing at its boundary
+    (skewed or multimodal too); near a Gaussian mode it is the mean of
+    ``(theta - mean)^T H (theta - mean) / d``, below 1 for a cloud narrower
+    than the posterior. The standard error is the terms' weighted spread
+    over the root of the weights' ESS. One gradient per particle on the
+    stored data (scaled as in :func:`posterior_gap`); NaNs when one is not finite.
     """
     n_store = store[0].shape[0]
     scale = n_seen / max(n_store, 1)
     live = W > 0
     theta, W = theta[live].detach(), W[live]
     rows = max(1, _BLOCK_ELEMENTS // max(theta.shape[0], 1))
-    with torch.enable_grad():
-        x = theta.clone().requires_grad_(True)
-        (grad,) = torch.autograd.grad(model.log_prior(x).sum(), x)
-        for start in range(0, n_store, rows):  # block by block: a bounded graph
-            block = tuple(t[start : start + rows] for t in store)
-            x = theta.clone().requires_grad_(True)
-            (g,) = torch.autograd.grad(scale * model.log_likelihood(x, block).sum(), x)
-            grad = grad + g
+    grad = model.grad_log_prior(theta)
+    for start in range(0, n_store, rows):  # block by block: bounded intermediates
+        block = tuple(t[start : start + rows] for t in store)
+        grad = grad + scale * model.grad_log_likelihood(theta, block)
     with torch.no_grad():
         d = theta.shape[1]
         terms = -((theta - W @ theta) * grad).sum(1) / d

@@ -5,6 +5,7 @@ import math
 import torch
 
 from skevidence.inference.posterior_gap import maximize, spread_ratio
+from skevidence.models import Model
 
 
 def _quadratic(precision, mode):
@@ -39,9 +40,11 @@ def test_maximize_never_leaves_the_finite_numbers():
     assert value >= -0.5 * 9.0  # never below the start
 
 
-class _Gaussian:
+class _Gaussian(Model):
     """Prior N(0, I) and one observation per row of a unit-variance Gaussian
     likelihood: the posterior of ``n`` rows of zeros is N(0, I / (n + 1))."""
+
+    n_params = 20
 
     def log_prior(self, theta):
         return -0.5 * (theta**2).sum(1)
