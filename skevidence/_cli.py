@@ -14,6 +14,7 @@ import math
 import sys
 
 import numpy as np
+from sklearn.preprocessing import StandardScaler
 
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .mixture import EvidenceGMM
@@ -104,23 +105,15 @@ def _to_arrays(rows, feature_idx, target_idx, path, last_line):
 
 
 def _scan(path, columns, target, chunk_size):
-    """First pass: row count, feature means and standard deviations, sorted class labels."""
-    n, mean, sum_sq, classes = 0, 0.0, 0.0, set()
+    """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels."""
+    scaler, classes = StandardScaler(), set()
     for X, y in _chunks(path, columns, target, chunk_size):
-        # Chan et al.'s merge of per-chunk means and squared deviations: no
-        # cancellation for features far from zero (e.g. timestamps).
-        m, chunk_mean = X.shape[0], X.mean(axis=0)
-        delta = chunk_mean - mean
-        sum_sq = sum_sq + np.square(X - chunk_mean).sum(axis=0) + np.square(delta) * n * m / (n + m)
-        mean = mean + delta * m / (n + m)
-        n += m
+        scaler.partial_fit(X)
         if y is not None:
             classes.update(y.tolist())
-    if n == 0:
+    if not hasattr(scaler, "n_samples_seen_"):
         raise CLIError(f"{path} has a header but no data rows")
-    std = np.sqrt(sum_sq / n)
-    std[std == 0] = 1.0  # a constant column stays constant, as in StandardScaler
-    return n, mean, std, _labels(sorted(classes))
+    return int(scaler.n_samples_seen_), scaler, _labels(sorted(classes))
 
 
 def _labels(classes):
@@ -157,15 +150,13 @@ def compare(args):
     if unknown:
         raise CLIError(f"--grid: {args.model} has no parameter {', '.join(unknown)} "
                        f"(parameters: {', '.join(sorted(estimator.get_params()))})")
-    n, mean, std, classes = _scan(args.data, columns, args.target, args.chunk_size)
-    if args.no_standardize:
-        mean, std = np.zeros_like(mean), np.ones_like(std)
+    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size)
     if args.model == "logistic" and len(classes) < 2:
         raise CLIError(f"column {args.target!r} has fewer than two classes")
     search = EvidenceSearch(estimator, grid, n_jobs=args.n_jobs)
     seen = 0
     for X, y in _chunks(args.data, columns, args.target, args.chunk_size):
-        X = (X - mean) / std
+        X = X if args.no_standardize else scaler.transform(X)
         if args.model == "logistic":
             search.partial_fit(X, y.astype(classes.dtype), classes=classes)
         elif args.model == "linear":

@@ -65,13 +65,17 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         from the best particle reaches; about ``n_params / 2`` at the
         posterior) with its ``posterior_gap_threshold`` and
         ``posterior_gap_n_seen`` (the check reruns when the data seen have
-        doubled), and ``warnings``. A :class:`~sklearn.exceptions.ConvergenceWarning` is
-        issued with the entries of ``warnings`` that say most particles
-        diverged in one move, the ESS collapsed, or the gap exceeds its
-        threshold; a chunk that needed more annealing steps than the
-        ``annealing_steps_warning`` entry of ``engine_options`` (250 by
-        default) is listed there too, but warned about by
-        :class:`~skevidence.exceptions.AnnealingWarning`."""
+        doubled), ``spread_ratio`` (``-E[(theta - mean) . grad log
+        p(theta)] / n_params`` over the particles, about 1 at the posterior
+        by Stein's identity, below for a cloud narrower than the posterior)
+        with its standard error ``spread_ratio_se``, and ``warnings``. A
+        :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
+        entries of ``warnings`` that say most particles diverged in one
+        move, the ESS collapsed, the gap exceeds its threshold, or the
+        spread ratio is far below 1 (a collapsed cloud); a chunk that
+        needed more annealing steps than the ``annealing_steps_warning``
+        entry of ``engine_options`` (250 by default) is listed there too,
+        but warned about by :class:`~skevidence.exceptions.AnnealingWarning`."""
 
 # The fitted attributes that follow ``particles_``.
 WEIGHTS_ATTRIBUTES_DOC = """    particle_weights_ : ndarray of shape (n_particles,)
@@ -135,60 +139,46 @@ _SHARED_PARAMS_DOC = """\
         Torch device of the particles and data, e.g. ``"cuda"`` (which
         needs a CUDA build of torch; ``fit`` checks that it is available).
     dtype : {{"float64", "float32"}} or numpy / torch dtype, default="float64"
-        Floating-point precision of the computation (``np.float32`` and
-        ``torch.float32`` work too). ``float64`` is exact enough for a
-        million observations; ``float32`` is faster on GPUs. Inputs larger
-        than ``finfo(dtype).max ** 0.25`` in magnitude (about 1e77 in
-        float64, 4e9 in float32) are rejected: products in the engine would
-        overflow.
+        Precision of the computation (``np.float32`` and ``torch.float32``
+        work too); ``float32`` is faster on GPUs. Inputs larger than
+        ``finfo(dtype).max ** 0.25`` in magnitude (about 1e77 in float64,
+        4e9 in float32) are rejected: products in the engine would overflow.
     random_state : int, RandomState instance or None, default=None
         Seeds the engine's private ``torch.Generator``; the same value gives
         the same numbers. The global torch seed is never used.
     verbose : int, default=0
-        ``1`` shows a progress bar (tqdm, on stderr) over the observations
-        of the current call, advanced at every annealing step and showing
-        the temperature ``lam`` reached in the current chunk, the
-        observations seen and the log evidence; its count and elapsed time
-        continue across ``partial_fit`` calls. ``0`` prints nothing.
+        ``1`` shows a progress bar (tqdm, on stderr) advanced at every
+        annealing step, with the temperature ``lam`` reached in the chunk,
+        the observations seen and the log evidence, continued across
+        ``partial_fit`` calls. ``0`` prints nothing.
     engine_options : dict or None, default=None
-        Advanced settings of the engine beyond the parameters above, by the
-        names of the fields of
+        Advanced settings of the engine, by the names of the fields of
         :class:`~skevidence.inference.sgais.SGAISConfig`, whose page lists
-        every key with its default and what it does (e.g. ``{{"n_islands": 4}}``
-        or ``{{"precondition": "model"}}``).
-        They override the estimator's own per-model engine settings; an
+        every key with its default (e.g. ``{{"n_islands": 4}}``). They
+        override the estimator's own per-model engine settings; an
         unknown name, a value of the wrong type or range, or a name that
         is one of the parameters above raises ``ValueError`` at ``fit``.
     method : {{"sgais", "ais", "smc", "nested", "sequential", "sequential-nested", \
 "online-nested"}}, default="sgais"
         The evidence estimator: SGAIS or one of the baselines of Cameron
-        (2020), on the same model, data and fitted attributes (modules in
-        ``skevidence/inference/``; ``n_particles`` particles or live points,
-        ``n_burnin`` moves):
+        (2020), on the same model, data and fitted attributes (``n_particles``
+        particles or live points, ``n_burnin`` moves; :ref:`methods`):
 
         * ``"sgais"``: stochastic gradient annealed importance sampling;
           online, at a cost per chunk that does not grow with the data seen;
         * ``"ais"``: annealed importance sampling (thesis Alg. 6) from the
-          prior on all data, Metropolis-adjusted HMC moves, the same
-          adaptive schedule and resampling (``target_ess``,
-          ``resample_threshold``);
-        * ``"smc"``: sequential importance resampling over chunks of
-          ``batch_size`` (IBIS, Alg. 7), tempered within a chunk, with
-          adjusted moves on all data seen; online, quadratic cost;
-        * ``"nested"``: nested sampling (Alg. 5) with ``n_particles`` live
-          points and constrained HMC that reflects off the likelihood
-          contour; ``log_evidence_std_`` is ``sqrt(H / n_live)`` and the
-          particles are its posterior samples, resampled;
-        * ``"sequential"``: the sequential SG-MCMC estimator (section 4.1):
-          one predictive estimate per chunk (chunks growing from one
-          observation to ``batch_size``) from SGHMC particles, no
-          reweighting; biased by design (it can fail where particles lag
-          the posterior, e.g. linear regression with unknown noise);
+          prior on all data, with Metropolis-adjusted HMC moves;
+        * ``"smc"``: sequential importance resampling over chunks (IBIS,
+          Alg. 7) with adjusted moves on all data seen; quadratic cost;
+        * ``"nested"``: nested sampling (Alg. 5) with constrained HMC;
+          ``log_evidence_std_`` is ``sqrt(H / n_live)``;
+        * ``"sequential"``: the sequential SG-MCMC estimator (section 4.1),
+          one predictive estimate per chunk, no reweighting; biased where
+          particles lag the posterior;
         * ``"sequential-nested"``: the same after nested sampling on the
           first ``batch_size`` observations (the thesis's hybrid);
         * ``"online-nested"``: Bayesian updating with nested sampling
-          (section 4.3), one run per chunk with the posterior so far as its
-          prior (exact moves: quadratic cost).
+          (section 4.3), one run per chunk; quadratic cost.
 
         ``"ais"`` and ``"nested"`` are not online: ``partial_fit`` keeps the
         data and reruns them from the prior on all data seen (with a

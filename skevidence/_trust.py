@@ -1,8 +1,8 @@
 """How far to trust a fit: the ``diagnostics_`` of the estimators and their warning.
 
 After every ``fit`` / ``partial_fit`` the estimator reads the engine's
-state (divergences, ESS, resamplings), runs the posterior-gap check
-(``inference/posterior_gap.py``) and issues one ``ConvergenceWarning``
+state (divergences, ESS, resamplings), runs the posterior-gap check and
+the spread check (``inference/posterior_gap.py``) and issues one ``ConvergenceWarning``
 listing the reasons not to trust the evidence.
 """
 
@@ -20,6 +20,13 @@ __all__ = ["TrustDiagnosticsMixin"]
 # Final ESS below this fraction of the particles: the islands' weights (or
 # one island's) have degenerated.
 ESS_COLLAPSE = 0.05
+# A spread ratio (inference/posterior_gap.spread_ratio) this far below 1,
+# beyond SPREAD_SE of its standard errors, says the cloud is narrower than
+# the posterior. The margin is wide because resampled particles are
+# correlated and the mixtures' terms heavy-tailed, so the standard error
+# understates the noise; clouds that are too wide are the gap's to catch.
+SPREAD_MARGIN = 0.2
+SPREAD_SE = 4.0
 
 
 class TrustDiagnosticsMixin:
@@ -33,18 +40,19 @@ class TrustDiagnosticsMixin:
         state = self._state
         last = getattr(self, "_gap_checked", None)
         if last is not None and state.n_seen < 2 * last[0]:
-            return last[1]
+            return last[1], last[2]
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        gap = posterior_gap.posterior_gap(self._model, state.theta, W,
-                                          state.reservoir.data(), state.n_seen)
-        self._gap_checked = (state.n_seen, gap)
-        return gap
+        store = state.reservoir.data()
+        gap = posterior_gap.posterior_gap(self._model, state.theta, W, store, state.n_seen)
+        spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen)
+        self._gap_checked = (state.n_seen, gap, spread)
+        return gap, spread
 
     def _diagnostics(self):
         state = self._state
         d = state.theta.shape[1]
         steps = self.evidence_trace_["n_annealing_steps"]
-        gap, optimum, mean_log_p = self._posterior_gap()
+        (gap, optimum, mean_log_p), (spread, spread_se) = self._posterior_gap()
         return {
             "n_diverged": int(state.n_diverged),
             "max_diverged_fraction": float(state.max_diverged_fraction),
@@ -61,6 +69,8 @@ class TrustDiagnosticsMixin:
                 d, state.n_seen / max(state.reservoir.size, 1))),
             "log_posterior_optimum": float(optimum),
             "mean_log_posterior": float(mean_log_p),
+            "spread_ratio": float(spread),
+            "spread_ratio_se": float(spread_se),
         }
 
     def _untrustworthy_reasons(self, diag):
@@ -88,6 +98,13 @@ class TrustDiagnosticsMixin:
                 f"optimisation from the best particle reaches (expected about "
                 f"{self._state.theta.shape[1] / 2:.4g}): the particles have not reached the "
                 "posterior (try a smaller learning_rate, more n_burnin or n_particles)")
+        spread, spread_se = diag["spread_ratio"], diag["spread_ratio_se"]
+        if spread < 1 - SPREAD_MARGIN - SPREAD_SE * spread_se:
+            # A collapsed cloud sits near the mode, where the gap stays small.
+            reasons.append(
+                f"the particles' spread, measured by the posterior's curvature, is {spread:.2f} "
+                "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
+                "can be many nats off (try more n_burnin or n_particles)")
         return reasons
 
     def _long_chunk_record(self):

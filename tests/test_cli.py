@@ -110,7 +110,8 @@ def test_first_pass_statistics_match_numpy_across_chunks(tmp_path):
     X[:, 2] = 5.0
     path = tmp_path / "big.csv"
     np.savetxt(path, X, delimiter=",", header="a,b,c", comments="", fmt="%.17g")
-    n, mean, std, classes = _scan(path, ["a", "b", "c"], None, chunk_size=100)
+    n, scaler, classes = _scan(path, ["a", "b", "c"], None, chunk_size=100)
+    mean, std = scaler.mean_, scaler.scale_
     assert n == 1003 and classes.size == 0
     np.testing.assert_allclose(mean, X.mean(axis=0), rtol=1e-15)
     # Values near 1e9 carry about 1e-7 of rounding, so a std of 3 agrees to

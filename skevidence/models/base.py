@@ -1,15 +1,4 @@
-"""The Model contract: what the SGAIS engine needs to know about a model.
-
-A model is a small torch object over an unconstrained parameter vector
-``theta`` of size ``n_params``. Every method works on ``M`` particles at
-once (``theta`` has shape ``[M, n_params]``) and on a batch of data, given
-as a tuple of tensors whose first dimension indexes the observations
-(``(X, y)`` for supervised models, ``(X,)`` for density models).
-
-Only :meth:`Model.sample_prior`, :meth:`Model.log_prior` and
-:meth:`Model.log_likelihood` must be written; the gradients fall back to
-autograd and a model overrides them where a closed form is faster.
-"""
+"""The Model contract: what the SGAIS engine needs to know about a model."""
 
 import math
 

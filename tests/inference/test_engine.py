@@ -172,3 +172,29 @@ def test_adjusted_moves_adapt_their_step(method):
     est.fit(X, y)
     assert est._state.exact_step_size != 0.5
     assert np.isfinite(est.diagnostics_["adjusted_acceptance"])
+
+
+def test_nested_trajectories_follow_the_dimension_and_n_burnin(monkeypatch):
+    # A new live point is a copy of a survivor that must decorrelate in every
+    # direction: max(n_burnin, n_params) / 2 trajectories, so a larger
+    # n_burnin still buys more (docs/benchmarks.rst, "Nested sampling's moves").
+    from skevidence.inference import nested
+    from skevidence.inference.config import SGAISConfig
+
+    assert nested.n_trajectories(SGAISConfig(n_burnin=20), 6) == 10
+    assert nested.n_trajectories(SGAISConfig(n_burnin=20), 44) == 22
+    assert nested.n_trajectories(SGAISConfig(n_burnin=100), 44) == 50
+    seen = []
+    run = nested.nested_sampling
+
+    def spy(*args, n_trajectories, **kwargs):
+        seen.append(n_trajectories)
+        return run(*args, n_trajectories=n_trajectories, **kwargs)
+
+    monkeypatch.setattr(nested, "nested_sampling", spy)
+    X, y = make_logistic_regression(60, n_features=3, n_classes=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 16 live points
+        EvidenceLogisticRegression(method="nested", n_particles=16, n_burnin=4,
+                                   random_state=0).fit(X, y)
+    assert seen == [6]  # 12 parameters, more than n_burnin
