@@ -14,27 +14,10 @@ Laplace value (which needs no sampling).
 The reference of each data set (``make_logistic_regression(N,
 random_state=data_seed)``) is cached in ``references/logistic_stream.json``
 beside this script, with its ESS, standard error and CPU time, so a run
-reads it instead of recomputing it (``--recompute`` forces a new one). The
-cached references (``--samples 4000 --nu 8``, two IS seeds averaged):
-
-========== ======= ================ ======== ======= =========
-data seed  N       IS log Z         std err  ESS     Laplace
-========== ======= ================ ======== ======= =========
-(filled by the runs of this script; see the JSON file)
-========== ======= ================ ======== ======= =========
-
-With ``--fit`` the stream is also fed to ``EvidenceLogisticRegression``
-(``partial_fit`` in blocks ending at the ``--at`` points) and, at each of
-them, the particle cloud is compared with the Laplace posterior of the data
-seen: ``spread`` is the mean eigenvalue of ``Sigma_particles
-Sigma_post^{-1}`` (1 for a cloud of the posterior's size; 1 + e inflates
-every direction's variance by e), ``offset`` the squared Mahalanobis
-distance of the cloud's mean from the mode (about d / M = 0.34 for M = 128
-independent draws), and ``error`` the running log evidence minus the
-reference at that n. A cloud too wide by ``e`` per direction loses about
-``(b / 2n) d e`` nats per chunk of ``b`` (the chunk's likelihood is spread
-over more of the parameter space than the posterior puts there), about
-``0.5 d e ln(N / n0)`` over a stream.
+reads it instead of recomputing it (``--recompute`` forces a new one).
+The cached references (``--samples 4000 --nu 8``, the mean of two IS
+seeds; ``make_logistic_regression(N)`` is a prefix of the same data seed's
+larger sets) and today's errors are in docs/benchmarks.rst ("Long streams").
 """
 
 import argparse
