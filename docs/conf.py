@@ -114,10 +114,14 @@ def _check_engine_options_documented():
     """
     import dataclasses
 
+    from numpydoc.docscrape import NumpyDocString
+
     from skevidence.inference.sgais import SGAISConfig
 
-    missing = [f.name for f in dataclasses.fields(SGAISConfig)
-               if f"\n    {f.name} : " not in SGAISConfig.__doc__]
+    # An entry may name several fields ("a, b : type"), as numpydoc allows.
+    documented = {name.strip() for entry in NumpyDocString(SGAISConfig.__doc__)["Parameters"]
+                  for name in entry.name.split(",")}
+    missing = [f.name for f in dataclasses.fields(SGAISConfig) if f.name not in documented]
     if missing:
         raise RuntimeError(f"SGAISConfig's docstring does not document {missing}")
 
