@@ -41,3 +41,18 @@ def gaussian_blobs(n, centers, scales, weights, seed):
 @pytest.fixture
 def linear_data():
     return paper_linear_data
+
+
+@pytest.fixture
+def baoab_calls(monkeypatch):
+    """A list that gains one entry per stochastic-gradient (BAOAB) move of the engine."""
+    from skevidence.inference import kernels, moves
+
+    calls = []
+
+    def counted(*args):
+        calls.append(args[2])  # the move's number of steps
+        return kernels.baoab(*args)
+
+    monkeypatch.setattr(moves, "baoab", counted)
+    return calls

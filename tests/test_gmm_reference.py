@@ -43,3 +43,23 @@ def test_three_component_evidence_matches_the_reference():
     ref = reference_log_evidence(X, model_of(est), n_draws=4000, n_starts=2, seed=0)
     assert ref["ess"] > 0.5
     assert abs(est.log_evidence_ - ref["log_evidence"]) < 1.0
+
+
+def test_three_component_evidence_past_the_warm_up(baoab_calls):
+    # Past warmup_size (2000 rows) the mixture's moves are stochastic-gradient
+    # BAOAB on mini-batches of the past, with one control-variate reference
+    # per particle; 3000 of these 5000 rows are taken that way.
+    from bench_gmm_reference import make_clusters, model_of
+
+    from skevidence import EvidenceGMM
+
+    X = make_clusters(5000, "separated", 0)
+    est = EvidenceGMM(n_components=3, random_state=0).fit(X)
+    trace = est.evidence_trace_
+    assert len(baoab_calls) > 6 and (trace["n_adjusted_moves"][trace["n_seen"] > 2000] == 0).all()
+    ref = reference_log_evidence(X, model_of(est), n_draws=4000, n_starts=2, seed=0)
+    assert ref["ess"] > 0.5  # (its standard error is 0.009 nats)
+    # Sampler seeds 0-5: errors +0.38, +0.11, -0.15, +0.24, -0.12, -0.36
+    # (mean +0.02, standard deviation 0.27, reported std 0.38): 1 nat, the
+    # issue's bar for the worst run, is 3.6 standard deviations from the mean.
+    assert abs(est.log_evidence_ - ref["log_evidence"]) < 1.0

@@ -210,9 +210,11 @@ class Model:
         Optional. With :meth:`prior_precision` it gives the precision of a
         Laplace approximation of the posterior, which the engine uses as its
         preconditioner when there are too few particles to estimate a
-        covariance in ``d`` dimensions (``SGAISConfig.curvature_ratio``).
+        covariance in ``d`` dimensions (``SGAISConfig.curvature_ratio``),
+        and it makes a shared control variate of the mini-batch gradients
+        second order.
         ``None``, the default, means unknown: the engine then uses the
-        particles' covariance.
+        particles' covariance and a first-order control variate.
         """
         return None
 

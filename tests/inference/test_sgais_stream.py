@@ -35,17 +35,19 @@ def _stream(n, seed=0, **settings):
 
 def test_move_ess_skips_moves_late_in_the_stream_and_keeps_the_evidence():
     n = 20_000
-    every, moves_every, exact = _stream(n, move_ess=None)
-    skipping, moves_skipping, _ = _stream(n)  # the default, move_ess=0.5
+    # Chunks of 100 rows: past n = 1e4 most are taken in one annealing step.
+    every, moves_every, exact = _stream(n, move_ess=None, batch_size=100)
+    skipping, moves_skipping, _ = _stream(n, batch_size=100)  # the default, move_ess=0.5
     late = n // 2
     # Late chunks taken in one annealing step keep their particles while
-    # the ESS stays high (IBIS); the warm-up moves as before.
-    assert (moves_skipping >= late).sum() <= (moves_every >= late).sum() - 5
+    # the ESS stays high (IBIS); the warm-up moves as before. (Seeds 0-4:
+    # 103-106 late moves against 8-14.)
+    assert (moves_skipping >= late).sum() <= (moves_every >= late).sum() / 4
     warm = sgais.SGAISConfig().warmup_size
     assert (moves_skipping < warm).sum() == (moves_every < warm).sum()
-    # Both within 4 estimated standard deviations (about 0.5 nats here) of
-    # the closed form: over seeds 0-1 and n_burnin 5 or 20 the errors were
-    # -1.7..+0.4 moving after every step and -0.9..+0.7 with move_ess=0.5.
+    # Both within 4 estimated standard deviations (about 0.65 nats here) of
+    # the closed form: over seeds 0-4 the errors were -1.3..+1.8 of them
+    # moving after every step and -2.1..+0.2 with move_ess=0.5.
     for state in (every, skipping):
         assert abs(state.log_evidence - exact) < 4 * state.log_evidence_std
 

@@ -1,0 +1,84 @@
+"""Control-variate gradients of the past data: unbiased, exact sums, second order."""
+
+import torch
+
+from skevidence.datasets import make_logistic_regression
+from skevidence.inference.control_variates import ControlVariate, full_gradient_sum
+from skevidence.models import LogisticRegressionModel
+from skevidence.models.base import take
+
+
+def _posterior_cloud(n=4000, n_particles=64, seed=0):
+    """A logistic model, its data, and particles drawn from its Laplace posterior."""
+    X, y = make_logistic_regression(n, n_features=3, n_classes=3, random_state=seed)
+    data = (torch.as_tensor(X), torch.as_tensor(y))
+    model = LogisticRegressionModel(3, 3)
+    mode = torch.zeros(model.n_params, dtype=torch.float64)
+    for _ in range(30):  # Newton's method: the posterior is log-concave
+        precision = model.prior_precision(mode) + model.fisher_information(mode, data)
+        grad = (model.grad_log_prior(mode[None]) + model.grad_log_likelihood(mode[None], data))[0]
+        mode = mode + torch.linalg.solve(precision, grad)
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(n_particles, model.n_params, generator=gen, dtype=torch.float64)
+    chol = torch.linalg.cholesky(precision)
+    theta = mode + torch.linalg.solve_triangular(chol.T, z.T, upper=True).T
+    return model, data, theta, mode
+
+
+def _control_variate(model, data, ref, second_order):
+    cv = ControlVariate(theta_ref=ref[None], grad_sum=torch.zeros_like(ref[None]),
+                        second_order=second_order)
+    first = 3 * data[0].shape[0] // 4
+    cv.add_chunk(model, tuple(t[:first] for t in data))  # a chunk, then a refresh over the store
+    cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first)
+    cv.add_chunk(model, tuple(t[first:] for t in data))
+    return cv
+
+
+def test_the_sums_are_exact_over_every_observation():
+    model, data, _, mode = _posterior_cloud()
+    cv = _control_variate(model, data, mode, second_order=True)
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
+    torch.testing.assert_close(cv.curvature, model.fisher_information(cv.anchor, data))
+    # The anchor moves once the data have doubled (here: not yet), the reference at every refresh.
+    anchor = cv.anchor
+    cv.refresh(model, cv.theta_ref + 0.01, data, data[0].shape[0])
+    assert torch.equal(cv.anchor, anchor) and not torch.equal(cv.theta_ref[0], anchor)
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
+
+
+def _minibatch_errors(cv, model, data, theta, n_draws, size=200):
+    gen = torch.Generator().manual_seed(1)
+    n = data[0].shape[0]
+    exact = full_gradient_sum(model, theta, data)
+    return torch.stack([
+        cv.minibatch_gradient(model, theta, take(data, torch.randint(n, (size,), generator=gen)), n)
+        - exact for _ in range(n_draws)])
+
+
+def test_both_orders_are_unbiased_and_the_second_is_far_less_noisy():
+    model, data, theta, mode = _posterior_cloud()
+    errors = {}
+    for second_order in (False, True):
+        cv = _control_variate(model, data, mode, second_order)
+        assert (cv.curvature is not None) == second_order
+        e = _minibatch_errors(cv, model, data, theta, n_draws=400)
+        # The mean error over 400 mini-batches is within 5 of its standard
+        # errors in every coordinate (largest: 3.3 first order, 3.0 second).
+        assert (e.mean(0).abs() <= 5 * e.std(0) / 400**0.5 + 1e-9).all()
+        errors[second_order] = float((e**2).mean())
+    # Measured: 306-fold less variance here (n = 4000, 200-row mini-batches;
+    # 200-fold on the paper's 44-parameter model at n = 1e4 with 1000 rows).
+    # 10-fold leaves room for other seeds, and still fails a first-order one.
+    assert errors[True] < errors[False] / 10
+
+
+def test_a_model_without_a_fisher_information_for_these_data_falls_back_to_first_order():
+    class Unknown(LogisticRegressionModel):
+        def fisher_information(self, theta, batch):
+            return None
+
+    model, data, theta, mode = _posterior_cloud(n=400)
+    cv = _control_variate(Unknown(3, 3), data, mode, second_order=True)
+    assert not cv.second_order and cv.curvature is None
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
