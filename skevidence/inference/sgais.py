@@ -303,7 +303,12 @@ def refresh_reference(model, state, config):
         new_ref = (W @ state.theta)[None, :]
     else:
         new_ref = state.theta.clone()
-    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen)
+    probes = state.theta[:: max(state.theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes)
+
+
+# Particles at which a second-order control variate checks its linear term.
+_N_PROBES = 4
 
 
 def _refresh_factor(cv, config):
