@@ -14,9 +14,10 @@ A shared reference of a model with a Fisher information is of second
 order: the difference also subtracts its linear part ``-F_y (theta -
 theta_ref)`` (``F_y`` at an anchor near the reference), with the summed
 ``F = sum_past F_y`` added back exactly, so what is left to the
-mini-batch is the likelihood's departure from a quadratic. On the paper's logistic model at n = 1e4 this cuts the
-gradient noise 200-fold, and with it the low bias that the first-order
-noise left on long streams (see docs/benchmarks.rst, "Long streams").
+mini-batch is the likelihood's departure from a quadratic. On the
+paper's logistic model at n = 1e4 this cuts the gradient noise 200-fold,
+and with it the low bias that the first-order noise left on long streams
+(see docs/benchmarks.rst, "Long streams").
 """
 
 from dataclasses import dataclass

@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 
+# Particles at which a second-order control variate checks its linear term.
+_N_PROBES = 4
+
+
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Particles from the prior with equal weights, an empty data store."""
     M = config.n_particles
@@ -305,10 +309,6 @@ def refresh_reference(model, state, config):
         new_ref = state.theta.clone()
     probes = state.theta[:: max(state.theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
     cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes)
-
-
-# Particles at which a second-order control variate checks its linear term.
-_N_PROBES = 4
 
 
 def _refresh_factor(cv, config):
