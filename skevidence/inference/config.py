@@ -162,9 +162,7 @@ default="covariance"
         Observations per mini-batch of the past-data gradient (``None``:
         ``batch_size``). Larger than the default ``batch_size`` because
         the noise of smaller mini-batches biases the evidence low on long
-        streams (see :doc:`/benchmarks`); 250 for
-        :class:`~skevidence.EvidenceLogisticRegression`, whose second-order
-        control variate leaves less noise.
+        streams (see :doc:`/benchmarks`).
     """
 
     # The defaults are documented above (and by the estimators, for their

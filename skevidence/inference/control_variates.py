@@ -14,9 +14,10 @@ A shared reference of a model with a Fisher information is of second
 order: the difference also subtracts its linear part ``-F_y (theta -
 theta_ref)`` (``F_y`` at an anchor near the reference), with the summed
 ``F = sum_past F_y`` added back exactly, so what is left to the
-mini-batch is the likelihood's departure from a quadratic. On the paper's logistic model at n = 1e4 this cuts the
-gradient noise 200-fold, and with it the low bias that the first-order
-noise left on long streams (see docs/benchmarks.rst, "Long streams").
+mini-batch is the likelihood's departure from a quadratic. On the
+paper's logistic model at n = 1e4 this cuts the gradient noise 200-fold,
+and with it the low bias that the first-order noise left on long streams
+(see docs/benchmarks.rst, "Long streams").
 """
 
 from dataclasses import dataclass
@@ -63,9 +64,10 @@ class ControlVariate:
     theta_ref: torch.Tensor  # [R, d]
     grad_sum: torch.Tensor  # [R, d], over all data seen so far
     n_at_refresh: int = 0
-    second_order: bool = False  # keep ``curvature`` (one shared reference only)
-    # ``sum_past F_y(anchor)``, [d, d]: any fixed anchor keeps the estimate
-    # unbiased, so it moves less often than the reference (a pass costs d^2 per row).
+    second_order: bool = False  # the model has a Fisher information (one shared reference)
+    # ``sum_past F_y(anchor)``, [d, d], while the linear term helps (None: first order).
+    # Any fixed anchor keeps the estimate unbiased, so it moves less often
+    # than the reference (a pass costs d^2 per row).
     curvature: torch.Tensor | None = None
     anchor: torch.Tensor | None = None  # [d]
     n_at_anchor: int = 0
@@ -73,38 +75,49 @@ class ControlVariate:
     def add_chunk(self, model, chunk):
         """Include a newly observed chunk in the sums (new tensors: states share the old)."""
         self.grad_sum = self.grad_sum + model.grad_log_likelihood(self.theta_ref, chunk)
-        if self.second_order:
-            if self.anchor is None:
-                self.anchor = self.theta_ref[0]
-                self.curvature = 0.0
-            self._add_curvature(model.fisher_information(self.anchor, chunk))
+        if self.curvature is not None:
+            F = model.fisher_information(self.anchor, chunk)
+            self.curvature = None if F is None else self.curvature + F
 
-    def refresh(self, model, new_ref, store, n_seen):
+    def refresh(self, model, new_ref, store, n_seen, probes=None):
         """Move the references to ``new_ref``.
 
         ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``
         over the stored data ``S``: exact when the store holds every
         observation, and a low-variance estimate when it is a bounded
-        reservoir (the difference of gradients is small).
+        reservoir (the difference of gradients is small). With
+        ``second_order``, once the data have doubled the anchor moves to
+        ``new_ref`` too, and ``probes [P, d]`` (particles) decide whether
+        the linear term is kept (see :meth:`_linear_term_helps`).
         """
         R = new_ref.shape[0]
         both = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
         diff = both[:R] - both[R:]
         scale = n_seen / batch_size_of(store)
         self.grad_sum = self.grad_sum + diff * scale
-        if self.second_order and n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1):
-            self.anchor, self.n_at_anchor = new_ref[0], n_seen
-            self.curvature = 0.0
-            self._add_curvature(full_curvature_sum(model, self.anchor, store), scale)
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
+        if self.second_order and n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1):
+            self.anchor, self.n_at_anchor = new_ref[0], n_seen
+            F = full_curvature_sum(model, self.anchor, store)
+            self.second_order = F is not None
+            helps = self.second_order and (probes is None or self._linear_term_helps(
+                model, scale * F, probes, store, scale))
+            self.curvature = scale * F if helps else None
 
-    def _add_curvature(self, F, scale=1.0):
-        """Add ``scale * F``; a model that returns ``None`` (unknown) falls back to first order."""
-        if F is None:
-            self.second_order, self.curvature, self.anchor = False, None, None
-        else:
-            self.curvature = self.curvature + scale * F
+    def _linear_term_helps(self, model, F, probes, store, scale):
+        """Whether the linear term predicts the past data's gradient at ``probes``.
+
+        Far from the reference a likelihood that saturates (a nearly
+        separable classifier) changes its gradient much less than the
+        linear term says, and the term's mini-batch estimate then adds
+        noise instead of removing it. It is kept where it explains at least
+        half of the exact change, ``G(p) - G(ref)``, at every probe.
+        """
+        both = full_gradient_sum(model, torch.cat([probes, self.theta_ref]), store)
+        change = scale * (both[:-1] - both[-1:])
+        residual = change + (probes - self.theta_ref) @ F
+        return bool((residual.norm(dim=1) <= 0.5 * change.norm(dim=1)).all())
 
     def select(self, index):
         """Follow the particles through resampling (per-particle references)."""

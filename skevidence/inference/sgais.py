@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 
+# Particles at which a second-order control variate checks its linear term.
+_N_PROBES = 4
+
+
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
     """Particles from the prior with equal weights, an empty data store."""
     M = config.n_particles
@@ -303,7 +307,8 @@ def refresh_reference(model, state, config):
         new_ref = (W @ state.theta)[None, :]
     else:
         new_ref = state.theta.clone()
-    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen)
+    probes = state.theta[:: max(state.theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes)
 
 
 def _refresh_factor(cv, config):

@@ -91,8 +91,8 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     since ``M`` particles span only ``M - 1`` dimensions; otherwise it is
     the particles' covariance. Past the warm-up the moves' gradient of the
     past data is a second-order control-variate estimate (the Fisher
-    information takes out the linear part) on mini-batches of 250
-    (``minibatch_size`` in ``engine_options``). The errors against importance sampling on
+    information takes out the linear part) where that predicts the
+    gradient across the particles. The errors against importance sampling on
     the paper's setting, and the measurements behind each default, are in
     the user guide (:ref:`settings`) and on :doc:`the benchmarks page
     </benchmarks>`.
@@ -125,9 +125,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     }
 
     # The exact warm-up runs in single precision: its rounding only perturbs the Metropolis test.
-    # The second-order control variate leaves little noise in a mini-batch
-    # of 250, which takes a 1e6 stream in 60% of the time of 1000 (docs/benchmarks.rst).
-    _engine_defaults = {"warmup_dtype": "float32", "minibatch_size": 250}
+    _engine_defaults = {"warmup_dtype": "float32"}
 
     def __init__(
         self, *, fit_intercept=True, prior_std=1.0,
