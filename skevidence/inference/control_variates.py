@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import Model, batch_size_of
+from ..models.base import batch_size_of
 
-__all__ = ["ControlVariate", "full_gradient_sum", "has_curvature"]
+__all__ = ["ControlVariate", "full_gradient_sum"]
 
 # Rows of past data per block when summing gradients over the whole store:
 # bounds the [R, block] intermediates a model may form.
@@ -37,24 +37,14 @@ ANCHOR_REFRESH_FACTOR = 2.0
 
 def full_gradient_sum(model, theta, batch):
     """``sum_{y in batch} grad log p(y | theta)`` by blocks, ``[R, d]``."""
-    total = torch.zeros_like(theta)
-    n = batch_size_of(batch)
-    for start in range(0, n, _BLOCK):
-        block = tuple(t[start : start + _BLOCK] for t in batch)
-        total += model.grad_log_likelihood(theta, block)
-    return total
+    return _blockwise_sum(model.grad_log_likelihood, theta, batch)
 
 
-def full_curvature_sum(model, theta, batch):
-    """``sum_{y in batch} F_y(theta)`` (the model's Fisher information) by blocks, ``[d, d]``."""
-    blocks = [model.fisher_information(theta, tuple(t[start : start + _BLOCK] for t in batch))
+def _blockwise_sum(summed_over_batch, theta, batch):
+    """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None)."""
+    blocks = [summed_over_batch(theta, tuple(t[start : start + _BLOCK] for t in batch))
               for start in range(0, batch_size_of(batch), _BLOCK)]
-    return None if any(F is None for F in blocks) else sum(blocks)
-
-
-def has_curvature(model):
-    """Whether ``model`` overrides :meth:`Model.fisher_information`."""
-    return type(model).fisher_information is not Model.fisher_information
+    return None if any(b is None for b in blocks) else sum(blocks)
 
 
 @dataclass
@@ -88,36 +78,25 @@ class ControlVariate:
         reservoir (the difference of gradients is small). With
         ``second_order``, once the data have doubled the anchor moves to
         ``new_ref`` too, and ``probes [P, d]`` (particles) decide whether
-        the linear term is kept (see :meth:`_linear_term_helps`).
+        the linear term is kept (``_linear_term_helps``).
         """
         R = new_ref.shape[0]
-        both = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
-        diff = both[:R] - both[R:]
+        moves_anchor = self.second_order and (
+            n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
+        extra = [probes] if moves_anchor and probes is not None else []
+        # One pass over the store for the new and old references and the probes.
+        sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref, *extra]), store)
         scale = n_seen / batch_size_of(store)
-        self.grad_sum = self.grad_sum + diff * scale
+        self.grad_sum = self.grad_sum + (sums[:R] - sums[R : 2 * R]) * scale
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
-        if self.second_order and n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1):
+        if moves_anchor:
             self.anchor, self.n_at_anchor = new_ref[0], n_seen
-            F = full_curvature_sum(model, self.anchor, store)
+            F = _blockwise_sum(model.fisher_information, self.anchor, store)
             self.second_order = F is not None
-            helps = self.second_order and (probes is None or self._linear_term_helps(
-                model, scale * F, probes, store, scale))
+            helps = self.second_order and (not extra or _linear_term_helps(
+                scale * (sums[2 * R :] - sums[:R]), probes - new_ref, scale * F))
             self.curvature = scale * F if helps else None
-
-    def _linear_term_helps(self, model, F, probes, store, scale):
-        """Whether the linear term predicts the past data's gradient at ``probes``.
-
-        Far from the reference a likelihood that saturates (a nearly
-        separable classifier) changes its gradient much less than the
-        linear term says, and the term's mini-batch estimate then adds
-        noise instead of removing it. It is kept where it explains at least
-        half of the exact change, ``G(p) - G(ref)``, at every probe.
-        """
-        both = full_gradient_sum(model, torch.cat([probes, self.theta_ref]), store)
-        change = scale * (both[:-1] - both[-1:])
-        residual = change + (probes - self.theta_ref) @ F
-        return bool((residual.norm(dim=1) <= 0.5 * change.norm(dim=1)).all())
 
     def select(self, index):
         """Follow the particles through resampling (per-particle references)."""
@@ -135,3 +114,14 @@ class ControlVariate:
             return estimate
         F_minibatch = model.fisher_information(self.anchor, minibatch)
         return estimate + (theta - self.theta_ref) @ (scale * F_minibatch - self.curvature)
+
+
+def _linear_term_helps(change, offset, F):
+    """Whether ``-offset @ F`` explains at least half of the exact gradient ``change`` at each probe.
+
+    Far from the reference a likelihood that saturates (a nearly separable
+    classifier) changes its gradient much less than the linear term says,
+    and the term's mini-batch estimate then adds noise instead of removing it.
+    """
+    residual = change + offset @ F
+    return bool((residual.norm(dim=1) <= 0.5 * change.norm(dim=1)).all())

@@ -3,7 +3,7 @@
 
 import torch
 
-from ..models.base import Model, batch_size_of, take
+from ..models.base import batch_size_of, has_fisher_information, take
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
                       precision_preconditioner)
 
@@ -26,7 +26,7 @@ def uses_curvature(model, state, config):
     M, d = state.theta.shape
     wanted = config.precondition == "curvature" or (
         config.precondition == "covariance" and M < config.curvature_ratio * d)
-    return wanted and type(model).fisher_information is not Model.fisher_information
+    return wanted and has_fisher_information(model)
 
 
 def laplace_precision(model, state, config, chunk, lam):

@@ -26,11 +26,11 @@ import math
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of
+from ..models.base import batch_size_of, has_fisher_information
 from . import islands
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
-from .control_variates import ControlVariate, has_curvature
+from .control_variates import ControlVariate
 from .engine import Engine
 from .growth import maybe_grow, shrink_to_base, variance_so_far
 from .long_chunks import AnnealingWarning, long_chunk_message, warn_if_long
@@ -60,7 +60,7 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
         R = 1 if config.control_variate == "shared" else M  # "particle": one each
         ref = theta.mean(0, keepdim=True) if R == 1 else theta.clone()
         cv = ControlVariate(theta_ref=ref, grad_sum=torch.zeros_like(ref),
-                            second_order=R == 1 and has_curvature(model))
+                            second_order=R == 1 and has_fisher_information(model))
     return SGAISState(
         theta=theta,
         log_W=np.full(M, -math.log(M)),

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-__all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "take"]
+__all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of",
+           "has_fisher_information", "take"]
 
 
 def batch_size_of(batch):
@@ -15,6 +16,11 @@ def batch_size_of(batch):
 def take(batch, index):
     """Rows ``index`` of every tensor of a batch."""
     return tuple(t[index] for t in batch)
+
+
+def has_fisher_information(model):
+    """Whether ``model`` overrides :meth:`Model.fisher_information` (optional in the contract)."""
+    return type(model).fisher_information is not Model.fisher_information
 
 
 class PreparedBatch(tuple):
