@@ -47,7 +47,7 @@ CONSTRAINTS = {
     "max_particles": _at_least(Integral, 2, optional=True),
     "growth_threshold": _at_least(Real, 0.0),
     "move_ess": _at_least(Real, 0.0, optional=True),
-    "minibatch_size": _at_least(Integral, 1, optional=True),
+    "minibatch_size": _at_least(Integral, 1, optional=True) + [StrOptions({"auto"})],
 }
 
 
@@ -158,11 +158,16 @@ default="covariance"
         move while the weights' ESS stays above ``move_ess`` times the
         particles and nothing was resampled: the weighted particles still
         represent the posterior. ``None`` moves after every step.
-    minibatch_size : int or None, default=1000
+    minibatch_size : int, "auto" or None, default="auto"
         Observations per mini-batch of the past-data gradient (``None``:
-        ``batch_size``). Larger than the default ``batch_size`` because
-        the noise of smaller mini-batches biases the evidence low on long
-        streams (see :doc:`/benchmarks`).
+        ``batch_size``). ``"auto"``: 250 while the control variate is of
+        second order, 1000 otherwise. The noise of the mini-batches biases
+        the evidence low on long streams (see :doc:`/benchmarks`); the
+        second order keeps its linear term only where that cuts the noise
+        16-fold, so a quarter of the rows leaves less noise than the first
+        order with four times as many. A mini-batch is drawn without
+        replacement from a store of up to 16 mini-batches, and is the
+        whole store when that is smaller.
     """
 
     # The defaults are documented above (and by the estimators, for their
@@ -189,7 +194,7 @@ default="covariance"
     max_particles: int | None = None
     growth_threshold: float = 1.0
     move_ess: float | None = 0.5
-    minibatch_size: int | None = 1000
+    minibatch_size: int | str | None = "auto"
 
     def __post_init__(self):
         validate_parameter_constraints(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of
+from ..models.base import batch_size_of, take
 
 __all__ = ["ControlVariate", "full_gradient_sum"]
 
@@ -33,6 +33,12 @@ __all__ = ["ControlVariate", "full_gradient_sum"]
 _BLOCK = 1 << 15
 # Growth of the data between two moves of the second-order term's anchor.
 ANCHOR_REFRESH_FACTOR = 2.0
+# The linear term is kept where it cuts the mini-batch gradient's variance
+# at the particles this many times: its mini-batches of a quarter of the
+# first order's (moves.MINIBATCH_SIZE) are then at least as precise as the
+# first order's of four times its size, the size that removed the first
+# order's drift on long streams (docs/benchmarks.rst).
+NOISE_CUT = 16
 
 
 def full_gradient_sum(model, theta, batch):
@@ -78,24 +84,23 @@ class ControlVariate:
         reservoir (the difference of gradients is small). With
         ``second_order``, once the data have doubled the anchor moves to
         ``new_ref`` too, and ``probes [P, d]`` (particles) decide whether
-        the linear term is kept (``_linear_term_helps``).
+        the linear term is kept (``_linear_term_cuts_the_noise``).
         """
         R = new_ref.shape[0]
         moves_anchor = self.second_order and (
             n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
-        extra = [probes] if moves_anchor and probes is not None else []
-        # One pass over the store for the new and old references and the probes.
-        sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref, *extra]), store)
+        # One pass over the store for the new and old references.
+        sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
         scale = n_seen / batch_size_of(store)
-        self.grad_sum = self.grad_sum + (sums[:R] - sums[R : 2 * R]) * scale
+        self.grad_sum = self.grad_sum + (sums[:R] - sums[R:]) * scale
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
         if moves_anchor:
             self.anchor, self.n_at_anchor = new_ref[0], n_seen
             F = _blockwise_sum(model.fisher_information, self.anchor, store)
             self.second_order = F is not None
-            helps = self.second_order and (not extra or _linear_term_helps(
-                scale * (sums[2 * R :] - sums[:R]), probes - new_ref, scale * F))
+            helps = self.second_order and (
+                probes is None or _linear_term_cuts_the_noise(model, probes, new_ref, store))
             self.curvature = scale * F if helps else None
 
     def select(self, index):
@@ -116,12 +121,50 @@ class ControlVariate:
         return estimate + (theta - self.theta_ref) @ (scale * F_minibatch - self.curvature)
 
 
-def _linear_term_helps(change, offset, F):
-    """Whether ``-offset @ F`` explains at least half of the exact gradient ``change`` at each probe.
+def _linear_term_cuts_the_noise(model, probes, ref, store):
+    """Whether the linear term cuts the mini-batch noise at the ``probes`` at least NOISE_CUT-fold.
 
-    Far from the reference a likelihood that saturates (a nearly separable
-    classifier) changes its gradient much less than the linear term says,
-    and the term's mini-batch estimate then adds noise instead of removing it.
+    The noise of either order is that of its per-observation terms, here
+    ``g_y(probe) - g_y(ref)`` and that plus ``F_y(ref) (probe - ref)``,
+    whose variance is estimated from their sums over interleaved groups
+    of the store. Where the likelihood saturates across the cloud (a
+    nearly separable classifier, or particles far from the reference) a
+    row's gradient changes much less than its linear term says; the term
+    then adds noise that grows with the distance to the reference, and
+    the moves can diverge.
     """
-    residual = change + offset @ F
-    return bool((residual.norm(dim=1) <= 0.5 * change.norm(dim=1)).all())
+    groups = _interleaved_groups(batch_size_of(store), store[0].device)
+    if groups is None:
+        return False
+    thetas, offset = torch.cat([probes, ref]), probes - ref
+    first, second = [], []
+    for rows in groups:
+        group = take(store, rows)
+        grads = model.grad_log_likelihood(thetas, group)
+        change = grads[:-1] - grads[-1:]
+        F = model.fisher_information(ref[0], group)
+        if F is None:
+            return False
+        first.append(change)
+        second.append(change + offset @ F)
+    return _spread(second) * NOISE_CUT <= _spread(first)
+
+
+def _interleaved_groups(n, device, n_groups=16, rows=64):
+    """Row indices ``[n_groups, r]``, each group spread over the store (None: too few rows).
+
+    Spread rather than contiguous: a store sorted by label or time would
+    otherwise put the differences between its parts into the variance.
+    """
+    per = min(rows, n // n_groups)
+    if per < 2:
+        return None
+    stride = n // (n_groups * per)
+    rows = torch.arange(n_groups * per, device=device) * stride
+    return rows.reshape(per, n_groups).T
+
+
+def _spread(sums):
+    """Summed variance of group sums ``[G, P, d]`` across the groups."""
+    sums = torch.stack(sums)
+    return float(((sums - sums.mean(0)) ** 2).sum()) / (sums.shape[0] - 1)

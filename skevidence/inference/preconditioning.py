@@ -52,7 +52,7 @@ def laplace_precision(model, state, config, chunk, lam):
         store = state.reservoir.data()
         if size > 2 * config.batch_size:
             idx = state.reservoir.sample_indices(config.batch_size, state.generator)
-            past = (state.n_seen / config.batch_size) * model.expected_fisher_information(
+            past = (state.n_seen / idx.shape[0]) * model.expected_fisher_information(
                 theta, W, take(store, idx))
         else:
             past = (state.n_seen / size) * model.expected_fisher_information(theta, W, store)

@@ -20,7 +20,11 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-__all__ = ["Reservoir"]
+__all__ = ["Reservoir", "WITHOUT_REPLACEMENT"]
+
+# Largest store, in mini-batches, that mini-batches are drawn from without
+# replacement.
+WITHOUT_REPLACEMENT = 16
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,20 @@ class Reservoir:
         return replace(store, n_seen=self.n_seen + n_new)
 
     def sample_indices(self, n, generator):
-        """``n`` indices into :meth:`data`, drawn uniformly with replacement."""
+        """At most ``n`` indices into :meth:`data`, a uniform sample.
+
+        All of them when ``n`` reaches the store's size (the sum over the
+        sample is then exact); without replacement while the store holds at
+        most ``WITHOUT_REPLACEMENT`` times ``n`` (a sample of a fraction
+        ``f`` has ``1 - f`` of the variance of one with replacement); with
+        replacement beyond, where that saving is small and a permutation
+        of the whole store would cost more than the mini-batch.
+        """
         device = self.buffers[0].device
+        if n >= self.size:
+            return torch.arange(self.size, device=device)
+        if self.size <= WITHOUT_REPLACEMENT * n:
+            return torch.randperm(self.size, generator=generator, device=device)[:n]
         return torch.randint(self.size, (n,), generator=generator, device=device)
 
     def _with_room(self, batch, n):

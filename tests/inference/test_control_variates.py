@@ -84,15 +84,15 @@ def test_a_model_without_a_fisher_information_for_these_data_falls_back_to_first
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
 
 
-def test_the_linear_term_is_kept_only_where_it_predicts_the_gradient_at_the_particles():
+def test_the_linear_term_is_kept_only_where_it_cuts_the_noise_at_the_particles():
     model, data, theta, mode = _posterior_cloud()
     n = data[0].shape[0]
     near = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
                           second_order=True)
     near.refresh(model, mode[None], data, n, probes=theta[:4])
     assert near.curvature is not None
-    # 30 prior standard deviations away the softmax saturates: the gradient
-    # barely changes while the linear term grows without bound.
+    # 30 prior standard deviations away the softmax saturates: a row's
+    # gradient barely changes while its linear term grows without bound.
     far = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
                          second_order=True)
     far.add_chunk(model, data)

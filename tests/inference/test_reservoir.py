@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from skevidence.inference.reservoir import Reservoir
+from skevidence.inference.reservoir import WITHOUT_REPLACEMENT, Reservoir
 
 
 def _column(values):
@@ -62,3 +62,18 @@ def test_bounded_reservoir_is_a_uniform_sample_of_the_stream():
         counts[kept] += 1
     assert chisquare(counts).pvalue > 1e-3
     assert counts.sum() == R * k
+
+
+def test_mini_batches_are_the_whole_store_or_a_sample_without_replacement_from_a_small_one():
+    g = torch.Generator().manual_seed(0)
+    store = Reservoir().append(_column(np.arange(100)), g)
+    assert torch.equal(store.sample_indices(100, g), torch.arange(100))
+    assert torch.equal(store.sample_indices(500, g), torch.arange(100))  # never more rows than stored
+    idx = store.sample_indices(60, g)
+    assert idx.shape == (60,) and torch.unique(idx).shape == (60,)
+    # A store of more than WITHOUT_REPLACEMENT mini-batches is sampled with
+    # replacement: 5 of 100 rows repeat one with probability 0.097, so 200
+    # draws without a repeat have probability 1e-9.
+    n = 100 // WITHOUT_REPLACEMENT - 1
+    assert n == 5
+    assert any(torch.unique(store.sample_indices(n, g)).shape[0] < n for _ in range(200))

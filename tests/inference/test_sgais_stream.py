@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skevidence.inference import sgais
+from skevidence.inference import moves, sgais
 from skevidence.models import LinearRegressionModel
 from tests.conftest import paper_linear_data
 
@@ -53,14 +53,30 @@ def test_move_ess_skips_moves_late_in_the_stream_and_keeps_the_evidence():
 
 
 def test_minibatch_size_changes_the_past_data_gradient():
-    base, _, exact = _stream(3000, minibatch_size=500)
-    big, _, _ = _stream(3000)  # the default, 1000
+    # (First order: the linear model's second-order terms are exact, and
+    # leave nothing to the mini-batches.)
+    base, _, exact = _stream(3000, minibatch_size=500, control_variate="particle")
+    big, _, _ = _stream(3000, minibatch_size=1000, control_variate="particle")
     assert base.log_evidence != big.log_evidence
     assert abs(big.log_evidence - exact) < 4 * big.log_evidence_std
     with pytest.raises(ValueError, match="minibatch_size"):
         sgais.SGAISConfig(minibatch_size=0)
     with pytest.raises(ValueError, match="move_ess"):
         sgais.SGAISConfig(move_ess=-0.1)
+
+
+def test_auto_minibatch_size_follows_the_order_of_the_control_variate():
+    config = sgais.SGAISConfig()
+    assert config.minibatch_size == "auto"
+    state, _, _ = _stream(3000)
+    # The linear model's rows are quadratic in theta: the linear term is exact.
+    assert state.cv.curvature is not None
+    assert moves.minibatch_size_for(state, config) == moves.SECOND_ORDER_MINIBATCH_SIZE
+    state.cv.curvature = None
+    assert moves.minibatch_size_for(state, config) == moves.MINIBATCH_SIZE
+    assert moves.minibatch_size_for(state, sgais.SGAISConfig(minibatch_size=None)) == 500
+    with pytest.raises(ValueError, match="minibatch_size"):
+        sgais.SGAISConfig(minibatch_size="half")
 
 
 def test_shared_reference_follows_the_stream_closely():
