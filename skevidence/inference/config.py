@@ -161,13 +161,15 @@ default="covariance"
     minibatch_size : int, "auto" or None, default="auto"
         Observations per mini-batch of the past-data gradient (``None``:
         ``batch_size``). ``"auto"``: 250 while the control variate is of
-        second order, 1000 otherwise. The noise of the mini-batches biases
-        the evidence low on long streams (see :doc:`/benchmarks`); the
-        second order keeps its linear term only where that cuts the noise
-        16-fold, so a quarter of the rows leaves less noise than the first
-        order with four times as many. A mini-batch is drawn without
-        replacement from a store of up to 16 mini-batches, and is the
-        whole store when that is smaller.
+        second order, 1000 otherwise, or more (up to 16000) where the
+        noise measured at the particles each time the data double asks for
+        them: enough rows for a noise variance of 0.5% of the posterior
+        score's, per coordinate in the posterior's metric (models with a
+        ``fisher_information``). The noise of the mini-batches biases the
+        evidence low on long streams and over-disperses the cloud (see
+        :doc:`/benchmarks`). A mini-batch is drawn without replacement
+        from a store of up to 16 mini-batches, and is the whole store
+        (an exact gradient) when that is smaller.
     """
 
     # The defaults are documented above (and by the estimators, for their

@@ -20,6 +20,7 @@ and with it the low bias that the first-order noise left on long streams
 (see docs/benchmarks.rst, "Long streams").
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +40,11 @@ ANCHOR_REFRESH_FACTOR = 2.0
 # first order's of four times its size, the size that removed the first
 # order's drift on long streams (docs/benchmarks.rst).
 NOISE_CUT = 16
+# Variance of the mini-batch gradient's noise, per coordinate in the
+# posterior's metric, as a share of the posterior score's: what
+# ``minibatch_size="auto"`` aims at (at least 250 or 1000 rows, the whole
+# store where it needs that).
+NOISE_TARGET = 0.005
 
 
 def full_gradient_sum(model, theta, batch):
@@ -67,6 +73,8 @@ class ControlVariate:
     curvature: torch.Tensor | None = None
     anchor: torch.Tensor | None = None  # [d]
     n_at_anchor: int = 0
+    # Rows per mini-batch that meet NOISE_TARGET, measured at the anchor (None: unmeasured).
+    minibatch_size: int | None = None
 
     def add_chunk(self, model, chunk):
         """Include a newly observed chunk in the sums (new tensors: states share the old)."""
@@ -84,7 +92,8 @@ class ControlVariate:
         reservoir (the difference of gradients is small). With
         ``second_order``, once the data have doubled the anchor moves to
         ``new_ref`` too, and ``probes [P, d]`` (particles) decide whether
-        the linear term is kept (``_linear_term_cuts_the_noise``).
+        the linear term is kept (where it cuts their noise NOISE_CUT-fold)
+        and how many rows a mini-batch needs (NOISE_TARGET).
         """
         R = new_ref.shape[0]
         moves_anchor = self.second_order and (
@@ -96,12 +105,26 @@ class ControlVariate:
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
         if moves_anchor:
-            self.anchor, self.n_at_anchor = new_ref[0], n_seen
-            F = _blockwise_sum(model.fisher_information, self.anchor, store)
-            self.second_order = F is not None
-            helps = self.second_order and (
-                probes is None or _linear_term_cuts_the_noise(model, probes, new_ref, store))
-            self.curvature = scale * F if helps else None
+            self._move_anchor(model, store, scale, n_seen, probes)
+
+    def _move_anchor(self, model, store, scale, n_seen, probes):
+        """Anchor the linear term at the reference, and measure the noise of both orders."""
+        self.anchor, self.n_at_anchor = self.theta_ref[0], n_seen
+        F = _blockwise_sum(model.fisher_information, self.anchor, store)
+        self.second_order = F is not None
+        self.curvature = self.minibatch_size = None
+        if F is None:
+            return
+        if probes is None:  # a direct call: the linear term kept unmeasured
+            self.curvature = scale * F
+            return
+        noise = _row_noise(model, probes, self.anchor[None], store)
+        if noise is None:
+            return
+        keep = noise.spread(second=True) * NOISE_CUT <= noise.spread(second=False)
+        self.curvature = scale * F if keep else None
+        self.minibatch_size = noise.minibatch_size(
+            keep, _posterior_precision(model, self.anchor, scale * F), n_seen)
 
     def select(self, index):
         """Follow the particles through resampling (per-particle references)."""
@@ -121,21 +144,52 @@ class ControlVariate:
         return estimate + (theta - self.theta_ref) @ (scale * F_minibatch - self.curvature)
 
 
-def _linear_term_cuts_the_noise(model, probes, ref, store):
-    """Whether the linear term cuts the mini-batch noise at the ``probes`` at least NOISE_CUT-fold.
+@dataclass
+class _RowNoise:
+    """Sums over groups of stored rows of each order's per-row terms at the probes."""
 
-    The noise of either order is that of its per-observation terms, here
-    ``g_y(probe) - g_y(ref)`` and that plus ``F_y(ref) (probe - ref)``,
-    whose variance is estimated from their sums over interleaved groups
-    of the store. Where the likelihood saturates across the cloud (a
-    nearly separable classifier, or particles far from the reference) a
-    row's gradient changes much less than its linear term says; the term
-    then adds noise that grows with the distance to the reference, and
-    the moves can diverge.
+    first: torch.Tensor  # [G, P, d]
+    second: torch.Tensor  # [G, P, d]
+    rows: int  # per group
+
+    def spread(self, second, metric=None):
+        """Summed variance of the group sums across groups (whitened by ``metric``, a Cholesky factor)."""
+        sums = self.second if second else self.first
+        centred = (sums - sums.mean(0)).reshape(-1, sums.shape[-1])
+        if metric is not None:
+            centred = torch.linalg.solve_triangular(metric, centred.T, upper=False).T
+        return float((centred**2).sum()) / (sums.shape[0] - 1)
+
+    def minibatch_size(self, second, precision, n):
+        """Rows per mini-batch whose noise is NOISE_TARGET of the posterior score's, per coordinate.
+
+        In the metric of the posterior ``precision`` the score of a posterior
+        draw has unit variance in every direction; a mini-batch of ``m``
+        rows (scaled by ``n / m``) adds ``n^2 tr(precision^-1 C) / m`` in
+        all, ``C`` the covariance of one row's term. None where the
+        precision is not positive definite.
+        """
+        L, info = torch.linalg.cholesky_ex(precision)
+        if int(info) != 0:
+            return None
+        P, d = self.first.shape[1:]
+        per_row = self.spread(second, L) / (P * self.rows)
+        return max(1, math.ceil(n**2 * per_row / (d * NOISE_TARGET)))
+
+
+def _row_noise(model, probes, ref, store):
+    """The per-row terms of both orders, ``g_y(probe) - g_y(ref)`` and that plus
+    ``F_y(ref) (probe - ref)``, summed over interleaved groups of the store
+    (None: too few rows, or no Fisher information).
+
+    Where the likelihood saturates across the cloud (a nearly separable
+    classifier, or particles far from the reference) a row's gradient
+    changes much less than its linear term says; the term then adds noise
+    that grows with the distance to the reference, and the moves can diverge.
     """
     groups = _interleaved_groups(batch_size_of(store), store[0].device)
     if groups is None:
-        return False
+        return None
     thetas, offset = torch.cat([probes, ref]), probes - ref
     first, second = [], []
     for rows in groups:
@@ -144,10 +198,16 @@ def _linear_term_cuts_the_noise(model, probes, ref, store):
         change = grads[:-1] - grads[-1:]
         F = model.fisher_information(ref[0], group)
         if F is None:
-            return False
+            return None
         first.append(change)
         second.append(change + offset @ F)
-    return _spread(second) * NOISE_CUT <= _spread(first)
+    return _RowNoise(torch.stack(first), torch.stack(second), groups.shape[1])
+
+
+def _posterior_precision(model, theta, past_fisher):
+    """``prior precision + past_fisher`` at ``theta [d]`` (the prior's part where the model has one)."""
+    prior = model.prior_precision(theta)
+    return past_fisher if prior is None else past_fisher + prior
 
 
 def _interleaved_groups(n, device, n_groups=16, rows=64):
@@ -162,9 +222,3 @@ def _interleaved_groups(n, device, n_groups=16, rows=64):
     stride = n // (n_groups * per)
     rows = torch.arange(n_groups * per, device=device) * stride
     return rows.reshape(per, n_groups).T
-
-
-def _spread(sums):
-    """Summed variance of group sums ``[G, P, d]`` across the groups."""
-    sums = torch.stack(sums)
-    return float(((sums - sums.mean(0)) ** 2).sum()) / (sums.shape[0] - 1)

@@ -28,6 +28,9 @@ EXACT_ACCEPTANCE = 0.8
 # of the CPU (docs/benchmarks.rst, "Long streams").
 MINIBATCH_SIZE = 1000
 SECOND_ORDER_MINIBATCH_SIZE = 250
+# Most rows per mini-batch that a noise measurement can ask for: a first-order
+# control variate's noise grows with n, and its cost must not.
+MAX_MINIBATCH_SIZE = 16_000
 
 
 def moves_per_step(state, config):
@@ -72,11 +75,20 @@ def sghmc_move(model, state, config, chunk, lam):
 
 
 def minibatch_size_for(state, config):
-    """Rows per mini-batch of the past data: ``config.minibatch_size``, resolving ``"auto"``."""
+    """Rows per mini-batch of the past data: ``config.minibatch_size``, resolving ``"auto"``.
+
+    ``"auto"``: the rows the control variate's last noise measurement asks
+    for (``ControlVariate.minibatch_size``), at least the order's default
+    and at most MAX_MINIBATCH_SIZE (a store no larger gives exact gradients).
+    """
     if config.minibatch_size != "auto":
         return config.minibatch_size or config.batch_size
-    second_order = state.cv is not None and state.cv.curvature is not None
-    return SECOND_ORDER_MINIBATCH_SIZE if second_order else MINIBATCH_SIZE
+    cv = state.cv
+    second_order = cv is not None and cv.curvature is not None
+    size = SECOND_ORDER_MINIBATCH_SIZE if second_order else MINIBATCH_SIZE
+    if cv is not None and cv.minibatch_size is not None:
+        size = min(max(size, cv.minibatch_size), MAX_MINIBATCH_SIZE)
+    return size
 
 
 def sghmc_step_size(model, state, config):

@@ -3,6 +3,7 @@
 import torch
 
 from skevidence.datasets import make_logistic_regression
+from skevidence.inference import control_variates
 from skevidence.inference.control_variates import ControlVariate, full_gradient_sum
 from skevidence.models import LogisticRegressionModel
 from skevidence.models.base import take
@@ -99,3 +100,23 @@ def test_the_linear_term_is_kept_only_where_it_cuts_the_noise_at_the_particles()
     far.refresh(model, mode[None], data, n, probes=mode[None] + 30.0)
     assert far.curvature is None and far.second_order
     torch.testing.assert_close(far.grad_sum, full_gradient_sum(model, mode[None], data))
+
+
+def test_the_measured_minibatch_size_gives_the_target_noise(monkeypatch):
+    model, data, theta, mode = _posterior_cloud()
+    n = data[0].shape[0]
+    monkeypatch.setattr(control_variates, "NOISE_CUT", float("inf"))  # measure the first order
+    cv = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
+                        second_order=True)
+    cv.add_chunk(model, data)
+    cv.refresh(model, mode[None], data, n, probes=theta[:4])
+    assert cv.curvature is None and cv.minibatch_size > 1
+    # The noise of mini-batches of that size at 64 posterior draws, per
+    # coordinate in the posterior's metric, against NOISE_TARGET.
+    precision = model.prior_precision(mode) + model.fisher_information(mode, data)
+    errors = _minibatch_errors(cv, model, data, theta, n_draws=200, size=cv.minibatch_size)
+    white = torch.linalg.solve_triangular(torch.linalg.cholesky(precision),
+                                          errors.reshape(-1, errors.shape[-1]).T, upper=False)
+    ratio = float((white**2).mean()) / control_variates.NOISE_TARGET
+    # Measured over data seeds 0-5: 0.62-1.43 (four probes, sixteen groups of rows).
+    assert 0.5 < ratio < 2.0

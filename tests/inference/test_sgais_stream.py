@@ -74,6 +74,11 @@ def test_auto_minibatch_size_follows_the_order_of_the_control_variate():
     assert moves.minibatch_size_for(state, config) == moves.SECOND_ORDER_MINIBATCH_SIZE
     state.cv.curvature = None
     assert moves.minibatch_size_for(state, config) == moves.MINIBATCH_SIZE
+    # More rows where the control variate's noise measurement asks for them, up to a cap.
+    state.cv.minibatch_size = 5000
+    assert moves.minibatch_size_for(state, config) == 5000
+    state.cv.minibatch_size = 10**9
+    assert moves.minibatch_size_for(state, config) == moves.MAX_MINIBATCH_SIZE
     assert moves.minibatch_size_for(state, sgais.SGAISConfig(minibatch_size=None)) == 500
     with pytest.raises(ValueError, match="minibatch_size"):
         sgais.SGAISConfig(minibatch_size="half")
