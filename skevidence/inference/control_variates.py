@@ -18,6 +18,12 @@ mini-batch is the likelihood's departure from a quadratic. On the
 paper's logistic model at n = 1e4 this cuts the gradient noise 200-fold,
 and with it the low bias that the first-order noise left on long streams
 (see docs/benchmarks.rst, "Long streams").
+
+Each time the anchor moves, the noise of both orders is measured at a few
+particles over groups of stored rows: the linear term is kept where it
+cuts the noise NOISE_CUT-fold, and the measurement says how many rows a
+mini-batch needs to keep the noise at NOISE_TARGET of the posterior's own
+score (``ControlVariate.minibatch_size``).
 """
 
 import math

@@ -28,8 +28,8 @@ EXACT_ACCEPTANCE = 0.8
 # of the CPU (docs/benchmarks.rst, "Long streams").
 MINIBATCH_SIZE = 1000
 SECOND_ORDER_MINIBATCH_SIZE = 250
-# Most rows per mini-batch that a noise measurement can ask for: a first-order
-# control variate's noise grows with n, and its cost must not.
+# Most rows per mini-batch that a noise measurement can ask for (all of
+# digits, first order, asked for 2e5): a step's cost must stay bounded.
 MAX_MINIBATCH_SIZE = 16_000
 
 
