@@ -252,17 +252,19 @@ def instrument(profile, est, time_cap):
     patch(sgais, "sghmc_move", lambda f: profile.counter("moves", sec("sghmc", f)))
     patch(sgais, "_skips_move", lambda f: profile.counter("skipped", f, lambda r: r))
     patch(sgais, "_condition_on_chunk", lambda f: per_chunk(profile, f, time_cap))
-    make_model = est._make_model
+    # On the class: a fit works on a copy of the estimator, which an
+    # instance attribute bound to ``est`` would not follow.
+    def counted_models(make_model):
+        def make_counted_model(self, *args, **kwargs):
+            model = make_model(self, *args, **kwargs)
+            for name in MODEL_CALLS:
+                setattr(model, name, profile.model_call(getattr(model, name)))
+            model.posterior_scale = sec("precond", model.posterior_scale)
+            model.prepare_batch = sec("prep", model.prepare_batch)
+            return model
+        return make_counted_model
 
-    def make_counted_model(*args, **kwargs):
-        model = make_model(*args, **kwargs)
-        for name in MODEL_CALLS:
-            setattr(model, name, profile.model_call(getattr(model, name)))
-        model.posterior_scale = sec("precond", model.posterior_scale)
-        model.prepare_batch = sec("prep", model.prepare_batch)
-        return model
-
-    est._make_model = make_counted_model
+    patch(type(est), "_make_model", counted_models)
 
     def undo():
         for owner, name, original in reversed(saved):
@@ -278,10 +280,10 @@ def per_chunk(profile, condition, time_cap):
     """``_condition_on_chunk`` that appends one record per chunk to ``profile.chunks``."""
     start_all = time.perf_counter()
 
-    def conditioned(model, state, config, chunk, move):
+    def conditioned(model, state, config, chunk, move, callback=None):
         profile.reset_chunk()
         n_before, wall, cpu = state.n_seen, time.perf_counter(), time.process_time()
-        info = condition(model, state, config, chunk, move)
+        info = condition(model, state, config, chunk, move, callback)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         c = profile.counts
         profile.chunks.append({
