@@ -89,7 +89,7 @@ class ControlVariate:
             F = model.fisher_information(self.anchor, chunk)
             self.curvature = None if F is None else self.curvature + F
 
-    def refresh(self, model, new_ref, store, n_seen, probes=None):
+    def refresh(self, model, new_ref, store, n_seen, probes):
         """Move the references to ``new_ref``.
 
         ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``
@@ -120,9 +120,6 @@ class ControlVariate:
         self.second_order = F is not None
         self.curvature = self.minibatch_size = None
         if F is None:
-            return
-        if probes is None:  # a direct call: the linear term kept unmeasured
-            self.curvature = scale * F
             return
         noise = _row_noise(model, probes, self.anchor[None], store)
         if noise is None:

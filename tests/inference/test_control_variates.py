@@ -26,24 +26,24 @@ def _posterior_cloud(n=4000, n_particles=64, seed=0):
     return model, data, theta, mode
 
 
-def _control_variate(model, data, ref, second_order):
+def _control_variate(model, data, ref, second_order, probes):
     cv = ControlVariate(theta_ref=ref[None], grad_sum=torch.zeros_like(ref[None]),
                         second_order=second_order)
     first = 3 * data[0].shape[0] // 4
     cv.add_chunk(model, tuple(t[:first] for t in data))  # a chunk, then a refresh over the store
-    cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first)
+    cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first, probes)
     cv.add_chunk(model, tuple(t[first:] for t in data))
     return cv
 
 
 def test_the_sums_are_exact_over_every_observation():
-    model, data, _, mode = _posterior_cloud()
-    cv = _control_variate(model, data, mode, second_order=True)
+    model, data, theta, mode = _posterior_cloud()
+    cv = _control_variate(model, data, mode, second_order=True, probes=theta[:4])
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
     torch.testing.assert_close(cv.curvature, model.fisher_information(cv.anchor, data))
     # The anchor moves once the data have doubled (here: not yet), the reference at every refresh.
     anchor = cv.anchor
-    cv.refresh(model, cv.theta_ref + 0.01, data, data[0].shape[0])
+    cv.refresh(model, cv.theta_ref + 0.01, data, data[0].shape[0], theta[:4])
     assert torch.equal(cv.anchor, anchor) and not torch.equal(cv.theta_ref[0], anchor)
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
 
@@ -61,7 +61,7 @@ def test_both_orders_are_unbiased_and_the_second_is_far_less_noisy():
     model, data, theta, mode = _posterior_cloud()
     errors = {}
     for second_order in (False, True):
-        cv = _control_variate(model, data, mode, second_order)
+        cv = _control_variate(model, data, mode, second_order, probes=theta[:4])
         assert (cv.curvature is not None) == second_order
         e = _minibatch_errors(cv, model, data, theta, n_draws=400)
         # The mean error over 400 mini-batches is within 5 of its standard
@@ -80,7 +80,7 @@ def test_a_model_without_a_fisher_information_for_these_data_falls_back_to_first
             return None
 
     model, data, theta, mode = _posterior_cloud(n=400)
-    cv = _control_variate(Unknown(3, 3), data, mode, second_order=True)
+    cv = _control_variate(Unknown(3, 3), data, mode, second_order=True, probes=theta[:4])
     assert not cv.second_order and cv.curvature is None
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
 
