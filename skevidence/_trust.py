@@ -43,8 +43,11 @@ class TrustDiagnosticsMixin:
             return last[1], last[2]
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
         store = state.reservoir.data()
-        gap = posterior_gap.posterior_gap(self._model, state.theta, W, store, state.n_seen)
-        spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen)
+        cloud = posterior_gap.cloud_on_posterior(self._model, state.theta, W, store, state.n_seen)
+        gap = posterior_gap.posterior_gap(self._model, state.theta, W, store, state.n_seen,
+                                          cloud=cloud)
+        spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
+                                            cloud=cloud)
         self._gap_checked = (state.n_seen, gap, spread)
         return gap, spread
 

@@ -14,10 +14,14 @@ passes that check; :func:`spread_ratio` sees it instead.
 """
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-__all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize"]
+from ..models.base import batch_size_of
+
+__all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
+           "cloud_on_posterior"]
 
 # Rows of the data store per block when summing the log-likelihood of all
 # particles, as M * rows: bounds the [M, rows] intermediate.
@@ -40,18 +44,53 @@ def gap_threshold(d, subsample_ratio=1.0):
     return subsample_ratio * (d / 2 + 5 * math.sqrt(d / 2)) + 0.1 * d + 5
 
 
-def _log_posterior(model, theta, store, scale):
-    """Exact log posterior (up to the evidence) of ``theta [M, d]``, ``[M]``."""
-    n = store[0].shape[0]
-    rows = max(1, _BLOCK_ELEMENTS // max(theta.shape[0], 1))
-    total = model.log_prior(theta)
-    for start in range(0, n, rows):
-        block = tuple(t[start : start + rows] for t in store)
-        total = total + scale * model.log_likelihood(theta, block).sum(1)
-    return total
+def _blocks(store, n_particles):
+    """The store in row blocks of at most ``_BLOCK_ELEMENTS / n_particles`` rows."""
+    rows = max(1, _BLOCK_ELEMENTS // max(n_particles, 1))
+    return [tuple(t[start : start + rows] for t in store)
+            for start in range(0, batch_size_of(store), rows)]
 
 
-def spread_ratio(model, theta, W, store, n_seen):
+def _log_posterior_and_grad(model, theta, blocks, scale):
+    """Exact log posterior (up to the evidence) of ``theta [M, d]``, ``[M]``, and its gradient.
+
+    From the model's ``log_likelihood_and_grad`` over the store's ``blocks``,
+    which shares the work of the two (no autograd for the bundled models).
+    """
+    total, grad = model.log_prior(theta), model.grad_log_prior(theta)
+    for block in blocks:
+        log_lik, g = model.log_likelihood_and_grad(theta, block)
+        total, grad = total + scale * log_lik, grad + scale * g
+    return total, grad
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """The live particles, their normalised weights, and the exact log posterior and its gradient there."""
+
+    theta: torch.Tensor  # [M_live, d]
+    W: torch.Tensor  # [M_live]
+    log_p: torch.Tensor  # [M_live]
+    grad: torch.Tensor  # [M_live, d]
+
+
+def cloud_on_posterior(model, theta, W, store, n_seen):
+    """The :class:`Cloud` of ``theta [M, d]`` (weights ``W``) on the stored data.
+
+    One pass over the store serves both checks. ``store`` holds the
+    observations (a uniform sample of the ``n_seen`` seen when the
+    reservoir is bounded, whose log-likelihood is scaled up accordingly).
+    """
+    scale = n_seen / max(batch_size_of(store), 1)
+    live = W > 0
+    theta = theta[live].detach()
+    with torch.no_grad():
+        log_p, grad = _log_posterior_and_grad(model, theta, _blocks(store, theta.shape[0]),
+                                              scale)
+    return Cloud(theta, W[live], log_p, grad)
+
+
+def spread_ratio(model, theta, W, store, n_seen, cloud=None):
     """``(ratio, standard error)`` of the particles' spread against the posterior's.
 
     ``ratio = -E_W[(theta - mean) . grad log p(theta)] / d`` is about 1
@@ -61,20 +100,15 @@ def spread_ratio(model, theta, W, store, n_seen):
     ``(theta - mean)^T H (theta - mean) / d``, below 1 for a cloud narrower
     than the posterior. The standard error is the terms' weighted spread
     over the root of the weights' ESS. One gradient per particle on the
-    stored data (scaled as in :func:`posterior_gap`); NaNs when one is not finite.
+    stored data (scaled as in :func:`posterior_gap`; ``cloud``, from
+    :func:`cloud_on_posterior`, if already computed); NaNs when one is not finite.
     """
-    n_store = store[0].shape[0]
-    scale = n_seen / max(n_store, 1)
-    live = W > 0
-    theta, W = theta[live].detach(), W[live]
-    rows = max(1, _BLOCK_ELEMENTS // max(theta.shape[0], 1))
-    grad = model.grad_log_prior(theta)
-    for start in range(0, n_store, rows):  # block by block: bounded intermediates
-        block = tuple(t[start : start + rows] for t in store)
-        grad = grad + scale * model.grad_log_likelihood(theta, block)
+    if cloud is None:
+        cloud = cloud_on_posterior(model, theta, W, store, n_seen)
+    theta, W = cloud.theta, cloud.W
     with torch.no_grad():
         d = theta.shape[1]
-        terms = -((theta - W @ theta) * grad).sum(1) / d
+        terms = -((theta - W @ theta) * cloud.grad).sum(1) / d
         if not bool(torch.isfinite(terms).all()):
             return math.nan, math.nan
         ratio = float(W @ terms)
@@ -82,35 +116,39 @@ def spread_ratio(model, theta, W, store, n_seen):
         return ratio, sd * float((W ** 2).sum()) ** 0.5
 
 
-def posterior_gap(model, theta, W, store, n_seen, n_steps=30):
+def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
     """``(gap, log p at the optimum, E_W log p)`` of the particles ``theta [M, d]``.
 
     ``W`` are normalised weights ``[M]``; ``store`` the stored observations
     (a uniform sample of the ``n_seen`` seen when the reservoir is
-    bounded, whose log-likelihood is scaled up accordingly). The L-BFGS
+    bounded, whose log-likelihood is scaled up accordingly); ``cloud``, from
+    :func:`cloud_on_posterior`, if already computed. The L-BFGS
     runs in coordinates scaled by the particles' weighted standard
     deviations, so that its first steps have the posterior's scale.
     """
-    n_store = store[0].shape[0]
-    scale = n_seen / max(n_store, 1)
-    live = W > 0
+    if cloud is None:
+        cloud = cloud_on_posterior(model, theta, W, store, n_seen)
+    scale = n_seen / max(batch_size_of(store), 1)
+    theta, W, log_p = cloud.theta, cloud.W, cloud.log_p
     with torch.no_grad():
-        log_p = _log_posterior(model, theta[live], store, scale)
-        mean_log_p = float((W[live] * log_p).sum())
-        best = theta[live][int(torch.argmax(torch.where(torch.isfinite(log_p), log_p,
-                                                         torch.full_like(log_p, -math.inf))))]
-        mean = W @ torch.where(live[:, None], theta, torch.zeros_like(theta))
-        var = W @ torch.where(live[:, None], (theta - mean) ** 2, torch.zeros_like(theta))
+        mean_log_p = float((W * log_p).sum())
+        finite = torch.where(torch.isfinite(log_p), log_p, torch.full_like(log_p, -math.inf))
+        k = int(torch.argmax(finite))
+        best = theta[k]
+        mean = W @ theta
+        var = W @ (theta - mean) ** 2
         s = var.sqrt().clamp_min(1e-8 * (1 + float(var.max().sqrt())))
 
-    def objective(z):
-        z = z.detach().requires_grad_(True)
-        with torch.enable_grad():
-            value = _log_posterior(model, (best + s * z)[None], store, scale)[0]
-            (grad,) = torch.autograd.grad(value, z)
-        return float(value.detach()), grad.detach()
+    # Every step of the climb evaluates the same rows: the model's prepared
+    # batches hold what it can compute from them once (label sums, Gram matrices).
+    blocks = [model.prepare_batch(block) for block in _blocks(store, 1)]
 
-    start = float(_log_posterior(model, best[None], store, scale)[0])
+    def objective(z):
+        with torch.no_grad():
+            value, grad = _log_posterior_and_grad(model, (best + s * z)[None], blocks, scale)
+        return float(value[0]), grad[0] * s
+
+    start = float(log_p[k])
     _, found = maximize(objective, torch.zeros_like(best), n_steps)
     optimum = max(start, found) if math.isfinite(found) else start
     return optimum - mean_log_p, optimum, mean_log_p

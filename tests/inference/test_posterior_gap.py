@@ -2,9 +2,11 @@
 
 import math
 
+import pytest
 import torch
 
-from skevidence.inference.posterior_gap import maximize, spread_ratio
+from skevidence.inference.posterior_gap import (cloud_on_posterior, maximize, posterior_gap,
+                                              spread_ratio)
 from skevidence.models import Model
 
 
@@ -70,3 +72,23 @@ def test_spread_ratio_is_one_for_posterior_draws_and_falls_with_the_spread():
     # A reservoir of a third of the rows, scaled up, sees the same curvature.
     assert math.isclose(spread_ratio(_Gaussian(), draws, W, (store[0][:3],), n)[0], ratio,
                         rel_tol=1e-9)
+
+
+def test_posterior_gap_of_posterior_draws_is_half_the_dimension():
+    # log p(mode) - log p(draw) is chi^2_d / 2 for a Gaussian posterior: mean
+    # d / 2 = 10, and over 256 draws its standard error is sqrt(2 d) / 2 / 16 = 0.2
+    # (seeds 0-3: 9.62 to 10.02).
+    gen = torch.Generator().manual_seed(0)
+    d, M, n = 20, 256, 9
+    store = (torch.zeros(n, d, dtype=torch.float64),)
+    draws = torch.randn(M, d, generator=gen, dtype=torch.float64) / math.sqrt(n + 1)
+    W = torch.full((M,), 1 / M, dtype=torch.float64)
+    gap, optimum, mean_log_p = posterior_gap(_Gaussian(), draws, W, store, n)
+    assert abs(gap - d / 2) < 1.0
+    assert optimum == pytest.approx(0.0, abs=1e-6)  # the log posterior's maximum, at 0
+    # One pass over the store serves both checks; passing it changes nothing.
+    cloud = cloud_on_posterior(_Gaussian(), draws, W, store, n)
+    assert posterior_gap(_Gaussian(), draws, W, store, n, cloud=cloud) == (gap, optimum,
+                                                                           mean_log_p)
+    assert spread_ratio(_Gaussian(), draws, W, store, n, cloud=cloud) == spread_ratio(
+        _Gaussian(), draws, W, store, n)
