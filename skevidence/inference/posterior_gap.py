@@ -66,7 +66,7 @@ def _log_posterior_and_grad(model, theta, blocks, scale):
 
 @dataclass(frozen=True)
 class Cloud:
-    """The live particles, their normalised weights, and the exact log posterior and its gradient there."""
+    """The live particles, their weights, and the exact log posterior and its gradient there."""
 
     theta: torch.Tensor  # [M_live, d]
     W: torch.Tensor  # [M_live]
