@@ -56,15 +56,19 @@ class _Gaussian(Model):
         return -0.5 * ((x[None, :, :] - theta[:, None, :]) ** 2).sum(2)
 
 
+def _posterior_draws(d=20, M=256, n=9, seed=0):
+    """``M`` exact posterior draws of :class:`_Gaussian` given ``n`` rows of zeros, equal weights."""
+    gen = torch.Generator().manual_seed(seed)
+    store = (torch.zeros(n, d, dtype=torch.float64),)
+    draws = torch.randn(M, d, generator=gen, dtype=torch.float64) / math.sqrt(n + 1)
+    return d, n, store, draws, torch.full((M,), 1 / M, dtype=torch.float64)
+
+
 def test_spread_ratio_is_one_for_posterior_draws_and_falls_with_the_spread():
     # Stein's identity: -E[(theta - mean) . grad log p] = d for exact draws.
     # With 256 draws in 20 dimensions the ratio's standard error is about
     # 0.02; a cloud at half the posterior's scale has a ratio of 1/4.
-    gen = torch.Generator().manual_seed(0)
-    d, M, n = 20, 256, 9
-    store = (torch.zeros(n, d, dtype=torch.float64),)
-    draws = torch.randn(M, d, generator=gen, dtype=torch.float64) / math.sqrt(n + 1)
-    W = torch.full((M,), 1 / M, dtype=torch.float64)
+    d, n, store, draws, W = _posterior_draws()
     ratio, se = spread_ratio(_Gaussian(), draws, W, store, n)
     assert abs(ratio - 1) < 4 * se and 0.01 < se < 0.04
     narrow, _ = spread_ratio(_Gaussian(), 0.5 * draws, W, store, n)
@@ -78,11 +82,7 @@ def test_posterior_gap_of_posterior_draws_is_half_the_dimension():
     # log p(mode) - log p(draw) is chi^2_d / 2 for a Gaussian posterior: mean
     # d / 2 = 10, and over 256 draws its standard error is sqrt(2 d) / 2 / 16 = 0.2
     # (seeds 0-3: 9.62 to 10.02).
-    gen = torch.Generator().manual_seed(0)
-    d, M, n = 20, 256, 9
-    store = (torch.zeros(n, d, dtype=torch.float64),)
-    draws = torch.randn(M, d, generator=gen, dtype=torch.float64) / math.sqrt(n + 1)
-    W = torch.full((M,), 1 / M, dtype=torch.float64)
+    d, n, store, draws, W = _posterior_draws()
     gap, optimum, mean_log_p = posterior_gap(_Gaussian(), draws, W, store, n)
     assert abs(gap - d / 2) < 1.0
     assert optimum == pytest.approx(0.0, abs=1e-6)  # the log posterior's maximum, at 0
