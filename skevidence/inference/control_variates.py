@@ -129,6 +129,23 @@ class ControlVariate:
         self.minibatch_size = noise.minibatch_size(
             keep, _posterior_precision(model, self.anchor, scale * F), n_seen)
 
+    def of_chunk(self, model, chunk):
+        """The second-order control variate of the chunk's own gradient sum (None: first order).
+
+        Same reference and anchor; its exact terms are the chunk's gradient
+        at the reference and Fisher information at the anchor, so that a
+        subsample of the chunk's rows carries only the likelihood's
+        departure from a quadratic (see :func:`moves.chunk_gradient`).
+        """
+        if self.curvature is None:
+            return None
+        F = model.fisher_information(self.anchor, chunk)
+        if F is None:
+            return None
+        return ControlVariate(theta_ref=self.theta_ref,
+                              grad_sum=model.grad_log_likelihood(self.theta_ref, chunk),
+                              second_order=True, curvature=F, anchor=self.anchor)
+
     def select(self, index):
         """Follow the particles through resampling (per-particle references)."""
         if self.theta_ref.shape[0] > 1:

@@ -8,13 +8,13 @@ import math
 
 import torch
 
-from ..models.base import PreparedBatch, take
+from ..models.base import PreparedBatch, batch_size_of, take
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
 
 __all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_move", "exact_move", "moves_exactly",
-           "minibatch_size_for"]
+           "minibatch_size_for", "chunk_gradient", "chunk_minibatch_size"]
 
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -28,6 +28,15 @@ EXACT_ACCEPTANCE = 0.8
 # of the CPU (docs/benchmarks.rst, "Long streams").
 MINIBATCH_SIZE = 1000
 SECOND_ORDER_MINIBATCH_SIZE = 250
+# The chunk's term, where the control variate is of second order, is
+# estimated from a subsample that adds at most this share of the past
+# term's noise, and at least this many rows: with 250-row mini-batches the
+# whole chunk to 5000 observations, 32 rows past 14000. An eighth (the
+# whole chunk only to 1400) cut more CPU but widened the spread of the
+# evidence over seeds at 1e6 from 0.39 to 1.49 nats, entering before 1e5
+# (docs/benchmarks.rst, "Long streams").
+CHUNK_NOISE_SHARE = 1 / 100
+CHUNK_MINIBATCH_SIZE = 32
 # Most rows per mini-batch that a noise measurement can ask for (all of
 # digits, first order, asked for 2e5): a step's cost must stay bounded.
 MAX_MINIBATCH_SIZE = 16_000
@@ -53,8 +62,10 @@ def sghmc_move(model, state, config, chunk, lam):
     generator = state.generator
     store = state.reservoir.data() if n_past > 0 else None
 
+    chunk_term = chunk_gradient(model, state, chunk, minibatch_size)
+
     def grad_log_density(theta):
-        g = model.grad_log_prior(theta) + lam * model.grad_log_likelihood(theta, chunk)
+        g = model.grad_log_prior(theta) + lam * chunk_term(theta)
         if n_past == 0:
             return g
         idx = state.reservoir.sample_indices(minibatch_size, generator)
@@ -72,6 +83,40 @@ def sghmc_move(model, state, config, chunk, lam):
 
     return MoveResult(in_preconditioned_coordinates(model, state, config, chunk, lam, run,
                                                      grad_log_density))
+
+
+def chunk_gradient(model, state, chunk, minibatch_size):
+    """``theta -> sum_{y in chunk} grad log p(y | theta)``: exact, or estimated from a subsample.
+
+    With a second-order control variate the chunk's term is estimated as
+    the past data's is (:meth:`ControlVariate.of_chunk`), from
+    :func:`chunk_minibatch_size` of its rows; otherwise, or where that
+    would be half the chunk, every row is evaluated.
+    """
+    cv = state.cv
+    size = batch_size_of(chunk)
+    rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
+    chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
+    if chunk_cv is None:
+        return lambda theta: model.grad_log_likelihood(theta, chunk)
+    generator = state.generator
+
+    def estimate(theta):
+        idx = torch.randperm(size, generator=generator, device=theta.device)[:rows]
+        return chunk_cv.minibatch_gradient(model, theta, take(chunk, idx), size)
+
+    return estimate
+
+
+def chunk_minibatch_size(chunk_size, n_past, minibatch_size):
+    """Rows of the chunk per step that add at most CHUNK_NOISE_SHARE of the past term's noise.
+
+    Both terms' noise comes from rows of one stream: a sum of ``N`` rows
+    estimated from ``m`` has variance ``N^2 / m`` per row's, so the chunk's
+    share is ``(B / n)^2 m_past / m_chunk`` (at least CHUNK_MINIBATCH_SIZE rows).
+    """
+    rows = (chunk_size / max(n_past, 1)) ** 2 * minibatch_size / CHUNK_NOISE_SHARE
+    return max(CHUNK_MINIBATCH_SIZE, math.ceil(rows))
 
 
 def minibatch_size_for(state, config):

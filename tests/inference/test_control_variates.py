@@ -120,3 +120,25 @@ def test_the_measured_minibatch_size_gives_the_target_noise(monkeypatch):
     ratio = float((white**2).mean()) / control_variates.NOISE_TARGET
     # Measured over data seeds 0-5: 0.62-1.43 (four probes, sixteen groups of rows).
     assert 0.5 < ratio < 2.0
+
+
+def test_the_chunk_term_from_a_subsample_is_unbiased_and_far_less_noisy_than_plain():
+    model, data, theta, mode = _posterior_cloud()
+    cv = _control_variate(model, data, mode, second_order=True, probes=theta[:4])
+    chunk = take(data, torch.arange(500))
+    chunk_cv = cv.of_chunk(model, chunk)
+    exact = model.grad_log_likelihood(theta, chunk)
+    gen = torch.Generator().manual_seed(2)
+    draws = [torch.randperm(500, generator=gen)[:32] for _ in range(400)]
+    e = torch.stack([chunk_cv.minibatch_gradient(model, theta, take(chunk, i), 500) - exact
+                     for i in draws])
+    plain = torch.stack([(500 / 32) * model.grad_log_likelihood(theta, take(chunk, i)) - exact
+                         for i in draws])
+    # The mean error over 400 subsamples is within 5 standard errors in
+    # every coordinate (largest over data seeds 0-3: 2.3-3.4).
+    assert (e.mean(0).abs() <= 5 * e.std(0) / 400**0.5 + 1e-9).all()
+    # Measured over data seeds 0-3: 7.7e4 to 2.9e5 times less variance than
+    # the plain subsample's; 1e3 leaves a wide margin.
+    assert float((e**2).mean()) < float((plain**2).mean()) / 1e3
+    first = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]))
+    assert first.of_chunk(model, chunk) is None  # first order: the chunk is evaluated whole

@@ -91,3 +91,34 @@ def test_shared_reference_follows_the_stream_closely():
     assert state.cv.n_at_refresh * 1.1 >= state.n_seen - 500
     fixed, _, _ = _stream(8000, cv_refresh_factor=2.0)
     assert fixed.cv.n_at_refresh <= fixed.n_seen / 2 + 500
+
+
+def test_the_chunk_term_is_subsampled_with_the_second_order_and_exact_without():
+    state, _, _ = _stream(8000)
+    X, y = paper_linear_data(8500, 0)
+    chunk = (torch.as_tensor(X[8000:]), torch.as_tensor(y[8000:]))
+    rows = []
+
+    class Counted(_WithoutSummary):
+        def grad_log_likelihood(self, theta, batch):
+            rows.append(batch[0].shape[0])
+            return super().grad_log_likelihood(theta, batch)
+
+    model = Counted(X.shape[1], noise_std=1.0, prior_std=1.0)
+    exact = model.grad_log_likelihood(state.theta, chunk)
+    # The linear model's rows are quadratic in theta: the second-order
+    # estimate from a subsample is the chunk's exact gradient.
+    size = moves.chunk_minibatch_size(500, 8000, moves.SECOND_ORDER_MINIBATCH_SIZE)
+    assert size == 98  # 100 * 250 * (500 / 8000)^2, rounded up
+    rows.clear()
+    estimate = moves.chunk_gradient(model, state, chunk, moves.SECOND_ORDER_MINIBATCH_SIZE)
+    torch.testing.assert_close(estimate(state.theta), exact)
+    assert rows[-1] == size  # (after the reference's gradient on the whole chunk)
+    assert moves.chunk_minibatch_size(500, 10**6, 250) == moves.CHUNK_MINIBATCH_SIZE
+    # First order, or early in the stream: every row.
+    state.cv.curvature = None
+    rows.clear()
+    torch.testing.assert_close(
+        moves.chunk_gradient(model, state, chunk, moves.MINIBATCH_SIZE)(state.theta), exact)
+    assert rows == [500]
+    assert moves.chunk_minibatch_size(500, 4000, 250) >= 250
