@@ -267,7 +267,7 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
 
     def _set_fitted_attributes(self):
         state = self._state
-        self.log_evidence_ = float(state.log_evidence)
+        self.log_evidence_ = float(state.debiased_log_evidence)
         self.evidence_trace_ = _trace_arrays(state.trace)
         self.log_evidence_std_ = float(state.log_evidence_std)
         self.n_samples_seen_ = int(state.n_seen)

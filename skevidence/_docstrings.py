@@ -47,7 +47,11 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         starts). It does not capture the sampler's bias: particles that
         lag the posterior (see ``diagnostics_``) or miss a mode give an
         error beyond it. Its calibration against exact evidences is on
-        :doc:`the benchmarks page </benchmarks>`.
+        :doc:`the benchmarks page </benchmarks>`. ``log_evidence_``
+        includes half the importance-weight part of this variance (all of
+        ``log_evidence_std_**2 / 2`` with ``method="sgais"``, ``"ais"``,
+        ``"smc"`` and ``"sequential"``): the log of the unbiased estimate
+        of the evidence is low by that much on average.
     evidence_trace_ : dict of ndarray
         One entry per chunk: ``n_seen``, ``log_evidence``,
         ``n_annealing_steps``, ``ess`` (of the weights after the chunk),

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from .records import segment_variance
+from .records import close_weight_segment, segment_variance
 from .resampling import systematic_resample
 
 __all__ = ["variance_so_far", "maybe_grow", "shrink_to_base", "resample_to"]
@@ -51,7 +51,7 @@ def shrink_to_base(state, config):
 
 def resample_to(state, m):
     """Systematic resampling of all particles to ``m`` equally weighted ones (one island)."""
-    state.log_evidence_var += segment_variance(state.log_W)
+    close_weight_segment(state)
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
     index = systematic_resample(state.log_W, u, m)

@@ -22,7 +22,7 @@ from .control_variates import ControlVariate
 from .reservoir import Reservoir
 
 __all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SGAISState",
-           "successor", "segment_variance", "record_chunk"]
+           "successor", "segment_variance", "close_weight_segment", "record_chunk"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,12 @@ class SGAISState:
     trace: list = field(default_factory=list)  # one ChunkInfo per chunk
     island_starts: np.ndarray | None = None  # [G] first particle of each island
     # Variance of log_evidence accumulated over the weight segments closed
-    # by resampling (see segment_variance).
+    # by resampling (see segment_variance), and the part of it that comes
+    # from importance weights (not from nested sampling's H / n_live): the
+    # log of a mean of weights is biased low by half this (see
+    # debiased_log_evidence).
     log_evidence_var: float = 0.0
+    weight_var: float = 0.0
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
 
@@ -133,6 +137,21 @@ class SGAISState:
         if self.island_starts.shape[0] > 1:
             return islands.log_evidence_std(self.log_W, self.island_starts)
         return math.sqrt(self.log_evidence_var + segment_variance(self.log_W))
+
+    @property
+    def debiased_log_evidence(self):
+        """``log_evidence`` plus half the variance of its importance-weight factors.
+
+        The evidence estimate ``Z`` is a product of weight means, each
+        unbiased; the log of an unbiased estimate with relative variance
+        ``v`` is low by ``v / 2`` on average (delta method; Berard, Del
+        Moral & Doucet 2014 show the same for SMC's ``log Z``). Adding the
+        estimated ``v / 2`` of every factor removes that bias to second
+        order. Nested sampling's part of the estimate is left as it is.
+        """
+        if self.island_starts is not None and self.island_starts.shape[0] > 1:
+            return self.log_evidence + 0.5 * self.log_evidence_std ** 2
+        return self.log_evidence + 0.5 * (self.weight_var + segment_variance(self.log_W))
 
     @property
     def weights(self):
@@ -171,6 +190,13 @@ def segment_variance(log_W):
     return max(float(np.exp(2.0 * log_W).sum()) - 1.0 / log_W.shape[0], 0.0)
 
 
+def close_weight_segment(state, log_W=None):
+    """Add the variance of a closed weight segment (default: the state's weights)."""
+    v = segment_variance(state.log_W if log_W is None else log_W)
+    state.log_evidence_var += v
+    state.weight_var += v
+
+
 def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_diverged=0,
                  max_diverged_fraction=0.0):
     """Append the :class:`ChunkInfo` of a chunk conditioned on by another method.
@@ -180,7 +206,7 @@ def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_di
     ``acceptance`` is the mean acceptance of one adjusted run (or None).
     """
     state.trace.append(ChunkInfo(
-        n_seen=state.n_seen, log_evidence=state.log_evidence,
+        n_seen=state.n_seen, log_evidence=state.debiased_log_evidence,
         n_annealing_steps=int(n_annealing_steps),
         ess=ess(state.log_W) if ess_value is None else float(ess_value),
         log_evidence_std=state.log_evidence_std, n_particles=state.theta.shape[0],

@@ -21,6 +21,7 @@ import torch
 from ..models.base import batch_size_of
 from . import sgais
 from .engine import Engine
+from .records import close_weight_segment
 
 __all__ = ["init", "update", "chunk_ends"]
 
@@ -98,8 +99,8 @@ def _add_predictive(model, state, chunk):
             "observations: standardise the data (e.g. StandardScaler) or widen the prior")
     M = loglik.shape[0]
     state.log_evidence += log_sum - math.log(M)
-    # 1 / ESS - 1 / M of the chunk's normalised likelihoods (sgais.segment_variance).
-    state.log_evidence_var += sgais.segment_variance(loglik - log_sum)
+    # 1 / ESS - 1 / M of the chunk's normalised likelihoods (records.segment_variance).
+    close_weight_segment(state, loglik - log_sum)
     return float(np.exp(-np.logaddexp.reduce(2.0 * (loglik - log_sum))))
 
 

@@ -36,7 +36,7 @@ from .growth import maybe_grow, shrink_to_base, variance_so_far
 from .long_chunks import AnnealingWarning, long_chunk_message, warn_if_long
 from .moves import exact_move, sghmc_move
 from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SGAISState,
-                      record_chunk, segment_variance, successor)
+                      close_weight_segment, record_chunk, segment_variance, successor)
 from .reservoir import Reservoir
 
 __all__ = [
@@ -200,7 +200,7 @@ def _tally_divergences(tally, n_lost, fraction, n_resampled):
 def _chunk_info(state, tally):
     acceptances = tally.acceptances
     return ChunkInfo(
-        n_seen=state.n_seen, log_evidence=state.log_evidence,
+        n_seen=state.n_seen, log_evidence=state.debiased_log_evidence,
         n_annealing_steps=tally.n_steps, ess=ess(state.log_W),
         log_evidence_std=state.log_evidence_std, n_particles=tally.n_particles,
         n_resamplings=tally.n_resamplings, n_diverged=tally.n_diverged,
@@ -248,7 +248,7 @@ def _resample(state, which):
     if not which.any():
         return 0
     if which.shape[0] == 1:
-        state.log_evidence_var += segment_variance(state.log_W)
+        close_weight_segment(state)
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
     index, state.log_W = islands.systematic_resample_islands(

@@ -69,6 +69,21 @@ def test_methods_agree_on_a_logistic_model(logistic_fits):
         assert est.score(X, y) > 0.7
 
 
+def test_log_evidence_adds_half_the_variance_of_its_importance_weights(logistic_fits):
+    fits, _, _ = logistic_fits
+    for method, est in fits.items():
+        raw = est._state.log_evidence  # the log of the unbiased estimate
+        added = est.log_evidence_ - raw
+        half_var = est.log_evidence_std_**2 / 2
+        if method in ("nested", "online-nested"):
+            assert added == 0.0, method  # nested sampling's estimate is no mean of weights
+        elif method == "sequential-nested":
+            assert 0.0 < added < half_var  # the sequential part only
+        else:
+            assert added == pytest.approx(half_var, rel=1e-9), method
+        assert est.evidence_trace_["log_evidence"][-1] == est.log_evidence_
+
+
 def test_every_method_declares_the_engine_contract():
     for name, engine in ENGINES.items():
         assert isinstance(engine, Engine) and engine.name == name
