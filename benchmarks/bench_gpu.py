@@ -108,8 +108,9 @@ def smoke_cases(device, dtype):
         check_fitted(est.fit(*make_logistic_regression(3000, random_state=0)))
 
     def past_warmup():  # the stochastic-gradient phase of each model
+        # (8000 rows: past 5000 the logistic chunk's term is subsampled)
         check_fitted(EvidenceLogisticRegression(**common).fit(
-            *make_logistic_regression(5000, random_state=0)))
+            *make_logistic_regression(8000, random_state=0)))
         check_fitted(EvidenceGMM(n_components=3, **common).fit(make_clusters(5000, "separated",
                                                                              0)))
         check_fitted(EvidenceLinearRegression(**common).fit(
@@ -136,8 +137,7 @@ def smoke_cases(device, dtype):
 
     cases += [("logistic growth", growth), ("past the warm-up, three models", past_warmup),
               ("averager and search", averager_and_search), ("user model", user_model),
-              ("same seed, same numbers",
-                                                             reproducible)]
+              ("same seed, same numbers", reproducible)]
     return cases
 
 
