@@ -139,6 +139,7 @@ model and the mixture, 13% for linear regression.
 """
 
 import argparse
+import ast
 import csv
 import datetime
 import os
@@ -359,8 +360,9 @@ def print_tables(name, chunks):
         f"{HEADS[c]} {total['model_' + c]:.2f}" for c in cols if total["model_" + c] > 0.005))
 
 
-def run_model(name, n, time_cap):
+def run_model(name, n, time_cap, engine_options):
     est, X, y = make_fit(name, n)
+    est.set_params(engine_options={**(est.engine_options or {}), **engine_options})
     profile = Profile()
     undo = instrument(profile, est, time_cap)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -409,11 +411,13 @@ def main():
     parser.add_argument("--n", type=float, default=1e4, help="observations (up to 1e5)")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds per model")
     parser.add_argument("--csv", help="write one row per chunk here")
+    parser.add_argument("--engine", default="{}",
+                        help="engine settings for every model (a Python dict literal)")
     args = parser.parse_args()
     header()
     records = []
     for name in args.models:
-        chunks = run_model(name, int(args.n), args.time_cap)
+        chunks = run_model(name, int(args.n), args.time_cap, ast.literal_eval(args.engine))
         print_tables(name, chunks)
         records += [(name, c) for c in chunks]
     if args.csv:

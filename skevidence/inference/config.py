@@ -48,6 +48,7 @@ CONSTRAINTS = {
     "growth_threshold": _at_least(Real, 0.0),
     "move_ess": _at_least(Real, 0.0, optional=True),
     "minibatch_size": _at_least(Integral, 1, optional=True) + [StrOptions({"auto"})],
+    "chunk_growth": _at_least(Real, 0.0),
 }
 
 
@@ -170,6 +171,17 @@ default="covariance"
         :doc:`/benchmarks`). A mini-batch is drawn without replacement
         from a store of up to 16 mini-batches, and is the whole store
         (an exact gradient) when that is smaller.
+    chunk_growth : float, default=0.0
+        Chunks longer than ``batch_size`` once the data grow: a chunk is
+        ``chunk_growth`` times the observations before it, in whole
+        ``batch_size`` units (at least one). A chunk's annealing steps
+        grow like the square root of its length, so fewer, longer chunks
+        take fewer steps (and moves) in all where each fixed chunk takes
+        several; where one step suffices, fixed chunks are cheaper, as
+        the moves of single-step chunks are skipped (``move_ess``) and
+        every step evaluates the whole chunk. On the paper's logistic
+        model 1/16 cut the time to 1e5 observations by a quarter and
+        added a fifth to the time from 1e5 to 1e6 (:doc:`/benchmarks`).
     """
 
     # The defaults are documented above (and by the estimators, for their
@@ -197,6 +209,7 @@ default="covariance"
     growth_threshold: float = 1.0
     move_ess: float | None = 0.5
     minibatch_size: int | str | None = "auto"
+    chunk_growth: float = 0.0
 
     def __post_init__(self):
         validate_parameter_constraints(

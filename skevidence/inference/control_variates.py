@@ -27,17 +27,17 @@ score (``ControlVariate.minibatch_size``).
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ..models.base import batch_size_of, take
+from ..models.base import batch_size_of, row_blocks, take
 
 __all__ = ["ControlVariate", "full_gradient_sum"]
 
-# Rows of past data per block when summing gradients over the whole store:
-# bounds the [R, block] intermediates a model may form.
-_BLOCK = 1 << 15
+# Most rows of past data per block when summing gradients over the whole
+# store at one or two references (more references: models.base.row_blocks).
+_MAX_BLOCK_ROWS = 1 << 15
 # Growth of the data between two moves of the second-order term's anchor.
 ANCHOR_REFRESH_FACTOR = 2.0
 # The linear term is kept where it cuts the mini-batch gradient's variance
@@ -60,8 +60,8 @@ def full_gradient_sum(model, theta, batch):
 
 def _blockwise_sum(summed_over_batch, theta, batch):
     """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None)."""
-    blocks = [summed_over_batch(theta, tuple(t[start : start + _BLOCK] for t in batch))
-              for start in range(0, batch_size_of(batch), _BLOCK)]
+    blocks = [summed_over_batch(theta, block)
+              for block in row_blocks(batch, theta.shape[0], _MAX_BLOCK_ROWS)]
     return None if any(b is None for b in blocks) else sum(blocks)
 
 
@@ -81,9 +81,12 @@ class ControlVariate:
     n_at_anchor: int = 0
     # Rows per mini-batch that meet NOISE_TARGET, measured at the anchor (None: unmeasured).
     minibatch_size: int | None = None
+    # (chunk, theta_ref, anchor, of_chunk's result): every move of a chunk needs the same.
+    _chunk_memo: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def add_chunk(self, model, chunk):
         """Include a newly observed chunk in the sums (new tensors: states share the old)."""
+        self._chunk_memo = None
         self.grad_sum = self.grad_sum + model.grad_log_likelihood(self.theta_ref, chunk)
         if self.curvature is not None:
             F = model.fisher_information(self.anchor, chunk)
@@ -130,27 +133,35 @@ class ControlVariate:
             keep, _posterior_precision(model, self.anchor, scale * F), n_seen)
 
     def of_chunk(self, model, chunk):
-        """The second-order control variate of the chunk's own gradient sum (None: first order).
+        """The control variate of the chunk's own gradient sum, of this one's order.
 
-        Same reference and anchor; its exact terms are the chunk's gradient
-        at the reference and Fisher information at the anchor, so that a
-        subsample of the chunk's rows carries only the likelihood's
-        departure from a quadratic (see :func:`moves.chunk_gradient`).
+        Same references (and anchor); its exact terms are the chunk's
+        gradient at the references (and Fisher information at the anchor),
+        so that a subsample of the chunk's rows carries only the
+        likelihood's departure from them (see :func:`moves.chunk_gradient`).
+        Every move of a chunk gets the same record, computed once.
         """
-        if self.curvature is None:
-            return None
-        F = model.fisher_information(self.anchor, chunk)
-        if F is None:
-            return None
-        return ControlVariate(theta_ref=self.theta_ref,
-                              grad_sum=model.grad_log_likelihood(self.theta_ref, chunk),
-                              second_order=True, curvature=F, anchor=self.anchor)
+        memo = self._chunk_memo
+        if memo is not None and memo[0] is chunk and memo[1] is self.theta_ref \
+                and memo[2] is self.anchor:
+            return memo[3]
+        F = None if self.curvature is None else model.fisher_information(self.anchor, chunk)
+        chunk_cv = ControlVariate(theta_ref=self.theta_ref,
+                                  grad_sum=full_gradient_sum(model, self.theta_ref, chunk),
+                                  second_order=F is not None, curvature=F, anchor=self.anchor)
+        self._chunk_memo = (chunk, self.theta_ref, self.anchor, chunk_cv)
+        return chunk_cv
 
     def select(self, index):
         """Follow the particles through resampling (per-particle references)."""
         if self.theta_ref.shape[0] > 1:
             self.theta_ref = self.theta_ref[index]
             self.grad_sum = self.grad_sum[index]
+            memo = self._chunk_memo
+            if memo is not None:
+                chunk_cv = memo[3]
+                chunk_cv.theta_ref, chunk_cv.grad_sum = self.theta_ref, chunk_cv.grad_sum[index]
+                self._chunk_memo = (memo[0], self.theta_ref, memo[2], chunk_cv)
 
     def minibatch_gradient(self, model, theta, minibatch, n_past):
         """Unbiased estimate of ``sum_past grad log p(y | theta)``, ``[M, d]``."""

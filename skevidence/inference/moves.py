@@ -88,17 +88,17 @@ def sghmc_move(model, state, config, chunk, lam):
 def chunk_gradient(model, state, chunk, minibatch_size):
     """``theta -> sum_{y in chunk} grad log p(y | theta)``: exact, or estimated from a subsample.
 
-    With a second-order control variate the chunk's term is estimated as
-    the past data's is (:meth:`ControlVariate.of_chunk`), from
-    :func:`chunk_minibatch_size` of its rows; otherwise, or where that
-    would be half the chunk, every row is evaluated.
+    With a control variate the chunk's term is estimated as the past
+    data's is, around the same references (:meth:`ControlVariate.of_chunk`),
+    from :func:`chunk_minibatch_size` of its rows; without one, or where
+    that would be half the chunk, every row is evaluated.
     """
     cv = state.cv
     size = batch_size_of(chunk)
     rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
-    chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
-    if chunk_cv is None:
+    if cv is None or rows >= size // 2:
         return lambda theta: model.grad_log_likelihood(theta, chunk)
+    chunk_cv = cv.of_chunk(model, chunk)
     generator = state.generator
 
     def estimate(theta):
@@ -169,11 +169,27 @@ def _past_data(model, state, config, dtype):
     """The data seen, as :meth:`Model.log_likelihood_and_grad` takes them (None: none yet)."""
     if state.n_seen == 0:
         return None
-    if state.n_seen >= config.warmup_size and state.summary is not None:
-        prepared = model.prepare_summary(state.summary)
-        return PreparedBatch(prepared, **{key: value.to(dtype) if torch.is_tensor(value) else value
-                                          for key, value in prepared.stats.items()})
+    if _summarized(state, config):
+        return _prepared_summary(model, state.summary, dtype)
     return model.prepare_batch(_cast_batch(state.reservoir.data(), dtype))
+
+
+def _chunk_data(model, state, config, chunk, dtype):
+    """The chunk, as :meth:`Model.log_likelihood_and_grad` takes it: by its summary
+    where the past data are (a step then costs the same for any chunk size)."""
+    if _summarized(state, config):
+        return _prepared_summary(model, model.summarize(chunk), dtype)
+    return model.prepare_batch(_cast_batch(chunk, dtype))
+
+
+def _summarized(state, config):
+    return state.n_seen >= config.warmup_size and state.summary is not None
+
+
+def _prepared_summary(model, summary, dtype):
+    prepared = model.prepare_summary(summary)
+    return PreparedBatch(prepared, **{key: value.to(dtype) if torch.is_tensor(value) else value
+                                      for key, value in prepared.stats.items()})
 
 
 def exact_move(model, state, config, chunk, lam):
@@ -186,7 +202,7 @@ def exact_move(model, state, config, chunk, lam):
     carries the acceptance and the next move's step size.
     """
     work = _warmup_dtype(state, config)
-    chunk_w = model.prepare_batch(_cast_batch(chunk, work))
+    chunk_w = _chunk_data(model, state, config, chunk, work)
     store = _past_data(model, state, config, work)
 
     def log_density_and_grad(theta):

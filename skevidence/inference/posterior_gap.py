@@ -18,15 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of
+from ..models.base import batch_size_of, row_blocks
 
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
            "cloud_on_posterior"]
-
-# Rows of the data store per block when summing the log-likelihood of all
-# particles, as M * rows: bounds the [M, rows] intermediate.
-_BLOCK_ELEMENTS = 1 << 21
-
 
 def gap_threshold(d, subsample_ratio=1.0):
     """Largest gap accepted for ``d`` parameters.
@@ -42,13 +37,6 @@ def gap_threshold(d, subsample_ratio=1.0):
     ``subsample_ratio * d / 2``: the Gaussian part scales with it.
     """
     return subsample_ratio * (d / 2 + 5 * math.sqrt(d / 2)) + 0.1 * d + 5
-
-
-def _blocks(store, n_particles):
-    """The store in row blocks of at most ``_BLOCK_ELEMENTS / n_particles`` rows."""
-    rows = max(1, _BLOCK_ELEMENTS // max(n_particles, 1))
-    return [tuple(t[start : start + rows] for t in store)
-            for start in range(0, batch_size_of(store), rows)]
 
 
 def _log_posterior_and_grad(model, theta, blocks, scale):
@@ -85,7 +73,7 @@ def cloud_on_posterior(model, theta, W, store, n_seen):
     live = W > 0
     theta = theta[live].detach()
     with torch.no_grad():
-        log_p, grad = _log_posterior_and_grad(model, theta, _blocks(store, theta.shape[0]),
+        log_p, grad = _log_posterior_and_grad(model, theta, row_blocks(store, theta.shape[0]),
                                               scale)
     return Cloud(theta, W[live], log_p, grad)
 
@@ -141,7 +129,7 @@ def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
 
     # Every step of the climb evaluates the same rows: the model's prepared
     # batches hold what it can compute from them once (label sums, Gram matrices).
-    blocks = [model.prepare_batch(block) for block in _blocks(store, 1)]
+    blocks = [model.prepare_batch(block) for block in row_blocks(store, 1)]
 
     def objective(z):
         with torch.no_grad():

@@ -26,7 +26,7 @@ import math
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information
+from ..models.base import batch_size_of, has_fisher_information, row_blocks
 from . import islands
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
@@ -41,7 +41,7 @@ from .reservoir import Reservoir
 
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
-    "chunk_ends", "sghmc_move", "exact_move", "record_chunk", "successor",
+    "chunk_ends", "chunk_boundary", "sghmc_move", "exact_move", "record_chunk", "successor",
     "take_move", "refresh_reference", "segment_variance", "AnnealingWarning",
     "long_chunk_message",
 ]
@@ -101,13 +101,43 @@ def update(model, state, config, batch, move=None, callback=None):
 def chunk_ends(n_seen, n_new, config):
     """Ends (offsets into the new data) of the chunks that ``n_new`` observations form.
 
-    Chunks end on multiples of ``batch_size`` in the stream, so that feeding
-    a stream in pieces that end on these boundaries gives the numbers of
-    one call.
+    Chunks end on a grid of stream positions (:func:`chunk_boundary`), so
+    that feeding a stream in pieces that end on the grid gives the numbers
+    of one call.
     """
-    b, stop = config.batch_size, n_seen + n_new
-    ends = [*range((n_seen // b + 1) * b, stop, b), stop] if n_new else []
-    return [end - n_seen for end in ends]
+    stop = n_seen + n_new
+    if not n_new:
+        return []
+    end = _first_boundary_after(n_seen, config)
+    ends = []
+    while end < stop:
+        ends.append(end)
+        end = chunk_boundary(end, config)
+    return [e - n_seen for e in ends + [stop]]
+
+
+def chunk_boundary(position, config):
+    """The grid's next chunk end after ``position`` (a point of the grid).
+
+    Chunks are ``batch_size`` long, or ``chunk_growth`` times the data
+    before them (in whole ``batch_size`` units) once that is longer. A
+    chunk's annealing steps follow how far its data move the posterior,
+    about ``sqrt(d * size / n)`` in its own metric, at least one step a
+    chunk: fixed chunks of ``b`` take about ``2 sqrt(d N / b)`` steps to
+    ``N``, chunks growing with the data ``ln(N) sqrt(d / chunk_growth)``.
+    """
+    b = config.batch_size
+    return position + b * max(1, int(position * config.chunk_growth) // b)
+
+
+def _first_boundary_after(n_seen, config):
+    b = config.batch_size
+    if config.chunk_growth == 0:
+        return (n_seen // b + 1) * b
+    position = 0
+    while position <= n_seen:
+        position = chunk_boundary(position, config)
+    return position
 
 
 def _condition_on_chunk(model, state, config, chunk, move, callback):
@@ -211,7 +241,8 @@ def _chunk_info(state, tally):
 
 def _chunk_log_likelihood(model, theta, chunk):
     """Summed log-likelihood of the chunk per particle; non-finite -> -inf."""
-    ll = model.log_likelihood(theta, chunk).sum(1).to(torch.float64).cpu().numpy()
+    ll = sum(model.log_likelihood(theta, block).sum(1).to(torch.float64)
+             for block in row_blocks(chunk, theta.shape[0])).cpu().numpy()
     return np.where(np.isfinite(ll), ll, -np.inf)
 
 

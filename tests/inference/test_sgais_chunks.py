@@ -23,17 +23,35 @@ def test_chunks_end_on_multiples_of_batch_size_in_the_stream():
     assert sgais.chunk_ends(0, 0, config) == []
 
 
-def test_updates_split_on_a_chunk_boundary_equal_one_update():
+def test_chunks_grow_with_the_data_on_a_grid_of_the_stream():
+    config = sgais.SGAISConfig(chunk_growth=0.25)
+    ends = sgais.chunk_ends(0, 10**5, config)
+    starts = np.r_[0, ends[:-1]]
+    sizes = np.diff(np.r_[0, ends])
+    # batch_size until a quarter of the data before a chunk is longer, then
+    # that quarter in whole batch_size units.
+    expected = np.maximum(500, 500 * (starts // 4 // 500))
+    np.testing.assert_array_equal(sizes[:-1], expected[:-1])
+    assert sizes[-1] <= expected[-1] and ends[-1] == 10**5
+    assert sizes[0] == 500 and sizes[-2] > 10_000 and len(ends) < 40
+    # A call that starts on the grid, or inside a chunk, ends on the same points.
+    assert [ends[9] + e for e in sgais.chunk_ends(ends[9], 10**5 - ends[9], config)] == ends[10:]
+    inside = ends[9] + 700
+    assert [inside + e for e in sgais.chunk_ends(inside, 10**5 - inside, config)] == ends[10:]
+
+
+@pytest.mark.parametrize("growth, chunks", [(0.0, [200, 400, 600, 700]), (1.0, [200, 400, 700])])
+def test_updates_split_on_a_chunk_boundary_equal_one_update(growth, chunks):
     model = LinearRegressionModel(5)
     X, y = (torch.as_tensor(a) for a in paper_linear_data(700, 3))
-    config = sgais.SGAISConfig(n_particles=32, n_burnin=3, batch_size=200)
+    config = sgais.SGAISConfig(n_particles=32, n_burnin=3, batch_size=200, chunk_growth=growth)
     full = sgais.update(model, sgais.init(model, config, torch.Generator().manual_seed(1)),
                         config, (X, y))
     split = sgais.init(model, config, torch.Generator().manual_seed(1))
     split = sgais.update(model, split, config, (X[:400], y[:400]))
     split = sgais.update(model, split, config, (X[400:], y[400:]))
     assert split.log_evidence == full.log_evidence and torch.equal(split.theta, full.theta)
-    assert [info.n_seen for info in split.trace] == [200, 400, 600, 700]
+    assert [info.n_seen for info in split.trace] == chunks
 
 
 def _first_batch_steps(noise_std):
