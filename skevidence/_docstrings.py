@@ -108,9 +108,11 @@ _SHARED_PARAMS_DOC = """\
         does better (:doc:`/benchmarks`).
     batch_size : int, default=500
         Size of the chunks the data are added in (the paper's 500). Chunks
-        end at every multiple of ``batch_size`` in the stream and at the end
-        of every ``fit`` / ``partial_fit`` call, so calls that end on such
-        multiples give the numbers of one ``fit``. The mini-batches of past
+        end on a grid of the stream, at every multiple of ``batch_size``
+        (or growing with the data: ``chunk_growth`` of ``engine_options``,
+        on by default for :class:`EvidenceLogisticRegression`), and at the
+        end of every ``fit`` / ``partial_fit`` call, so calls that end on
+        the grid give the numbers of one ``fit``. The mini-batches of past
         data have their own size (``minibatch_size`` of ``engine_options``).
     n_burnin : int, default=20
         SGHMC steps after every annealing step (the paper's 20). {warmup}

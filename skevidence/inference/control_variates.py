@@ -60,8 +60,9 @@ def full_gradient_sum(model, theta, batch):
 
 def _blockwise_sum(summed_over_batch, theta, batch):
     """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None)."""
+    n_points = theta.shape[0] if theta.dim() > 1 else 1  # (an anchor is one point, [d])
     blocks = [summed_over_batch(theta, block)
-              for block in row_blocks(batch, theta.shape[0], _MAX_BLOCK_ROWS)]
+              for block in row_blocks(batch, n_points, _MAX_BLOCK_ROWS)]
     return None if any(b is None for b in blocks) else sum(blocks)
 
 
