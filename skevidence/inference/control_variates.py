@@ -82,7 +82,7 @@ class ControlVariate:
     n_at_anchor: int = 0
     # Rows per mini-batch that meet NOISE_TARGET, measured at the anchor (None: unmeasured).
     minibatch_size: int | None = None
-    # (chunk, theta_ref, anchor, of_chunk's result): every move of a chunk needs the same.
+    # (chunk, theta_ref, anchor, of_chunk's result): every move of a chunk asks for it.
     _chunk_memo: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def add_chunk(self, model, chunk):
@@ -134,12 +134,12 @@ class ControlVariate:
             keep, _posterior_precision(model, self.anchor, scale * F), n_seen)
 
     def of_chunk(self, model, chunk):
-        """The control variate of the chunk's own gradient sum, of this one's order.
+        """The second-order control variate of the chunk's own gradient sum (None: first order).
 
-        Same references (and anchor); its exact terms are the chunk's
-        gradient at the references (and Fisher information at the anchor),
-        so that a subsample of the chunk's rows carries only the
-        likelihood's departure from them (see :func:`moves.chunk_gradient`).
+        Same reference and anchor; its exact terms are the chunk's gradient
+        at the reference and Fisher information at the anchor, so that a
+        subsample of the chunk's rows carries only the likelihood's
+        departure from a quadratic (see :func:`moves.chunk_gradient`).
         Every move of a chunk gets the same record, computed once.
         """
         memo = self._chunk_memo
@@ -147,9 +147,9 @@ class ControlVariate:
                 and memo[2] is self.anchor:
             return memo[3]
         F = None if self.curvature is None else model.fisher_information(self.anchor, chunk)
-        chunk_cv = ControlVariate(theta_ref=self.theta_ref,
-                                  grad_sum=full_gradient_sum(model, self.theta_ref, chunk),
-                                  second_order=F is not None, curvature=F, anchor=self.anchor)
+        chunk_cv = None if F is None else ControlVariate(
+            theta_ref=self.theta_ref, grad_sum=full_gradient_sum(model, self.theta_ref, chunk),
+            second_order=True, curvature=F, anchor=self.anchor)
         self._chunk_memo = (chunk, self.theta_ref, self.anchor, chunk_cv)
         return chunk_cv
 
@@ -158,11 +158,6 @@ class ControlVariate:
         if self.theta_ref.shape[0] > 1:
             self.theta_ref = self.theta_ref[index]
             self.grad_sum = self.grad_sum[index]
-            memo = self._chunk_memo
-            if memo is not None:
-                chunk_cv = memo[3]
-                chunk_cv.theta_ref, chunk_cv.grad_sum = self.theta_ref, chunk_cv.grad_sum[index]
-                self._chunk_memo = (memo[0], self.theta_ref, memo[2], chunk_cv)
 
     def minibatch_gradient(self, model, theta, minibatch, n_past):
         """Unbiased estimate of ``sum_past grad log p(y | theta)``, ``[M, d]``."""

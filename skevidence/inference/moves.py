@@ -88,17 +88,17 @@ def sghmc_move(model, state, config, chunk, lam):
 def chunk_gradient(model, state, chunk, minibatch_size):
     """``theta -> sum_{y in chunk} grad log p(y | theta)``: exact, or estimated from a subsample.
 
-    With a control variate the chunk's term is estimated as the past
-    data's is, around the same references (:meth:`ControlVariate.of_chunk`),
-    from :func:`chunk_minibatch_size` of its rows; without one, or where
-    that would be half the chunk, every row is evaluated.
+    With a second-order control variate the chunk's term is estimated as
+    the past data's is (:meth:`ControlVariate.of_chunk`), from
+    :func:`chunk_minibatch_size` of its rows; otherwise, or where that
+    would be half the chunk, every row is evaluated.
     """
     cv = state.cv
     size = batch_size_of(chunk)
     rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
-    if cv is None or rows >= size // 2:
+    chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
+    if chunk_cv is None:
         return lambda theta: model.grad_log_likelihood(theta, chunk)
-    chunk_cv = cv.of_chunk(model, chunk)
     generator = state.generator
 
     def estimate(theta):
