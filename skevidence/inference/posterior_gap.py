@@ -23,6 +23,7 @@ from ..models.base import batch_size_of, row_blocks
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
            "cloud_on_posterior"]
 
+
 def gap_threshold(d, subsample_ratio=1.0):
     """Largest gap accepted for ``d`` parameters.
 
