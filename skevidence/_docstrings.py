@@ -110,7 +110,7 @@ _SHARED_PARAMS_DOC = """\
         Size of the chunks the data are added in (the paper's 500). Chunks
         end on a grid of the stream, at every multiple of ``batch_size``
         (or growing with the data: ``chunk_growth`` of ``engine_options``,
-        on by default for :class:`EvidenceLogisticRegression`), and at the
+        on by default for :class:`~skevidence.EvidenceLogisticRegression`), and at the
         end of every ``fit`` / ``partial_fit`` call, so calls that end on
         the grid give the numbers of one ``fit``. The mini-batches of past
         data have their own size (``minibatch_size`` of ``engine_options``).
