@@ -177,7 +177,7 @@ default="covariance"
         ``batch_size`` units (at least one). A chunk's annealing steps
         grow like the square root of its length, so fewer, longer chunks
         take fewer steps (and moves) in all where each fixed chunk takes
-        several; where one step suffices, fixed chunks cost no more, as
+        several; where one step suffices, fixed chunks cost less, as
         the moves of single-step chunks are skipped (``move_ess``) while
         every step evaluates the whole chunk. On the paper's logistic
         model 1/16 (the default of
