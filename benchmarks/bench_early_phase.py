@@ -218,7 +218,7 @@ class Profile:
                 caller = self.stack[-1][0] if self.stack else "rest"
                 self.model_seconds[caller] += time.perf_counter() - start
                 self.counts["evals"] += 1
-                self.counts["rows"] += batch_size_of(batch)
+                self.counts["rows"] += _rows_of(batch)
                 self.in_model = False
         return counted
 
@@ -228,6 +228,13 @@ class Profile:
             self.counts[key] += bool(when(result))
             return result
         return counted
+
+
+def _rows_of(batch):
+    """Observations a model call evaluates (a summary's count: its rows are not stored)."""
+    if len(batch) == 0:  # summary statistics (linear regression's exact moves)
+        return int(batch.stats["n"])  # a tempered summary counts lam times the chunk
+    return batch_size_of(batch)
 
 
 def instrument(profile, est, time_cap):

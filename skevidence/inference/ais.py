@@ -69,7 +69,7 @@ def _restarted_from_prior(model, state):
     return replace(state, theta=model.sample_prior(M, state.generator, dtype=theta.dtype,
                                                    device=theta.device),
                    log_W=np.full(M, -math.log(M)), n_seen=0, log_evidence=0.0,
-                   log_evidence_var=0.0, reservoir=Reservoir(capacity=None))
+                   log_evidence_var=0.0, reservoir=Reservoir(capacity=None), summary=None)
 
 
 ENGINE = Engine("ais", init, update, keeps_every_observation=True, refits_from_prior=True)

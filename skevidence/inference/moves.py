@@ -165,25 +165,25 @@ def moves_exactly(state, config):
     return state.summary is not None
 
 
-def _past_data(model, state, config, dtype):
-    """The data seen, as :meth:`Model.log_likelihood_and_grad` takes them (None: none yet)."""
-    if state.n_seen == 0:
-        return None
-    if _summarized(state, config):
-        return _prepared_summary(model, state.summary, dtype)
-    return model.prepare_batch(_cast_batch(state.reservoir.data(), dtype))
+def _tempered_terms(model, state, config, chunk, lam, dtype):
+    """The tempered log-likelihood ``lam * chunk + past`` as ``(weight, data)`` pairs
+    that :meth:`Model.log_likelihood_and_grad` takes.
 
-
-def _chunk_data(model, state, config, chunk, dtype):
-    """The chunk, as :meth:`Model.log_likelihood_and_grad` takes it: by its summary
-    where the past data are (a step then costs the same for any chunk size)."""
-    if _summarized(state, config):
-        return _prepared_summary(model, model.summarize(chunk), dtype)
-    return model.prepare_batch(_cast_batch(chunk, dtype))
-
-
-def _summarized(state, config):
-    return state.n_seen >= config.warmup_size and state.summary is not None
+    A model with summary statistics gives one pair: its log-likelihood is
+    linear in them, so ``past + lam * chunk`` is one summary and a step
+    costs one model call, whatever the data. Otherwise the chunk and the
+    stored observations (every one of them: the warm-up), as rows.
+    """
+    chunk_summary, past = model.summarize(chunk), state.summary
+    # Only SGAIS keeps the summary of the data seen; the other methods' states have rows.
+    if chunk_summary is not None and (past is not None or state.n_seen == 0):
+        summary = {key: lam * value if past is None else past[key] + lam * value
+                   for key, value in chunk_summary.items()}
+        return [(1.0, _prepared_summary(model, summary, dtype))]
+    terms = [(lam, model.prepare_batch(_cast_batch(chunk, dtype)))]
+    if state.n_seen > 0:
+        terms.append((1.0, model.prepare_batch(_cast_batch(state.reservoir.data(), dtype))))
+    return terms
 
 
 def _prepared_summary(model, summary, dtype):
@@ -197,21 +197,18 @@ def exact_move(model, state, config, chunk, lam):
 
     The log density sums the likelihood of every stored observation (in
     the warm-up) or takes it from the model's summary statistics of the
-    data seen (past it, where the model has them). Its step size adapts from
+    data seen (where the model has them). Its step size adapts from
     move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
     carries the acceptance and the next move's step size.
     """
     work = _warmup_dtype(state, config)
-    chunk_w = _chunk_data(model, state, config, chunk, work)
-    store = _past_data(model, state, config, work)
+    terms = _tempered_terms(model, state, config, chunk, lam, work)
 
     def log_density_and_grad(theta):
-        log_lik, g_lik = model.log_likelihood_and_grad(theta, chunk_w)
-        log_p = model.log_prior(theta) + lam * log_lik
-        g = model.grad_log_prior(theta) + lam * g_lik
-        if store is not None:
-            log_lik, g_lik = model.log_likelihood_and_grad(theta, store)
-            log_p, g = log_p + log_lik, g + g_lik
+        log_p, g = model.log_prior(theta), model.grad_log_prior(theta)
+        for weight, data in terms:
+            log_lik, g_lik = model.log_likelihood_and_grad(theta, data)
+            log_p, g = log_p.add(log_lik, alpha=weight), g.add(g_lik, alpha=weight)
         return log_p, g
 
     measured = {}

@@ -90,7 +90,7 @@ def update(model, state, config, batch, move=None, callback=None):
 def _add_predictive(model, state, chunk):
     """Add ``log mean_i p(C | theta_i)`` to the evidence and its delta-method
     variance; return the ESS of the particles' likelihoods."""
-    loglik = model.log_likelihood(state.theta, chunk).sum(1).to(torch.float64).cpu().numpy()
+    loglik = model.log_likelihood_sum(state.theta, chunk).to(torch.float64).cpu().numpy()
     loglik = np.where(np.isfinite(loglik), loglik, -np.inf)
     log_sum = float(np.logaddexp.reduce(loglik))
     if not np.isfinite(log_sum):

@@ -244,7 +244,7 @@ def _chunk_info(state, tally):
 
 def _chunk_log_likelihood(model, theta, chunk):
     """Summed log-likelihood of the chunk per particle; non-finite -> -inf."""
-    ll = sum(model.log_likelihood(theta, block).sum(1).to(torch.float64)
+    ll = sum(model.log_likelihood_sum(theta, block).to(torch.float64)
              for block in row_blocks(chunk, theta.shape[0])).cpu().numpy()
     return np.where(np.isfinite(ll), ll, -np.inf)
 

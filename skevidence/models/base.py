@@ -71,8 +71,9 @@ class Model:
       them in chunks and draws mini-batches of them.
 
     Gradients come from autograd through these methods; a model may
-    override :meth:`grad_log_prior` and :meth:`grad_log_likelihood` with a
-    closed form where that is faster; :meth:`fisher_information` and
+    override :meth:`grad_log_prior`, :meth:`grad_log_likelihood` and
+    :meth:`log_likelihood_sum` with a closed form where that is faster;
+    :meth:`fisher_information` and
     :meth:`prior_precision` give a preconditioner for many parameters, and
     :meth:`summarize` lets the moves stay exact on long streams. Compute
     every quantity for all particles in one batched operation (no Python
@@ -180,6 +181,15 @@ class Model:
         """
         raise NotImplementedError
 
+    def log_likelihood_sum(self, theta, batch):
+        """Summed log-likelihood of the batch per particle, ``[M]`` (the importance weights').
+
+        The default sums :meth:`log_likelihood`; a model may override it
+        where the sum costs less than its terms (no per-observation
+        values to form).
+        """
+        return self.log_likelihood(theta, batch).sum(1)
+
     def grad_log_prior(self, theta):
         """Gradient of :meth:`log_prior`, ``[M, d]``."""
         with torch.enable_grad():
@@ -191,7 +201,7 @@ class Model:
         """Gradient of the batch's summed log-likelihood, ``[M, d]``."""
         with torch.enable_grad():
             theta = theta.detach().requires_grad_(True)
-            total = self.log_likelihood(theta, batch).sum()
+            total = self.log_likelihood_sum(theta, batch).sum()
             (grad,) = torch.autograd.grad(total, theta)
         return grad
 
@@ -202,7 +212,7 @@ class Model:
         whose two computations share most of their work override this to
         do it once.
         """
-        return self.log_likelihood(theta, batch).sum(1), self.grad_log_likelihood(theta, batch)
+        return self.log_likelihood_sum(theta, batch), self.grad_log_likelihood(theta, batch)
 
     def prepare_batch(self, batch):
         """``batch`` ready for many :meth:`log_likelihood_and_grad` calls at different ``theta``.
@@ -259,7 +269,10 @@ class Model:
         over the data seen, so that past its warm-up it still moves the
         particles with Metropolis-adjusted steps on the exact posterior, at
         a cost that does not grow with the data, in place of
-        stochastic-gradient moves. ``None``, the default, means none.
+        stochastic-gradient moves. The log-likelihood must be linear in
+        them (an exponential family's sufficient statistics are): a move
+        at temperature ``lam`` takes the data seen plus ``lam`` times the
+        chunk's statistics as one summary. ``None``, the default, means none.
         """
         return None
 

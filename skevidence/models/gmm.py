@@ -22,6 +22,7 @@ import math
 import numpy as np
 import torch
 
+from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
 from .base import Model, PreparedBatch
 
 __all__ = ["GaussianMixtureModel"]
@@ -159,10 +160,11 @@ class GaussianMixtureModel(Model):
         """The batch with its features ``[x^2, x, 1]`` (the right factor of ``_log_joint``)."""
         return PreparedBatch(batch, features=_joint_features(batch[0]))
 
-    def _log_joint(self, theta, X, prepared=None):
-        """``log w_k + log N(x_b | mean_k, diag var_k)``, laid out ``[M, K, B]``.
+    def _log_joint(self, theta, X, prepared=None, scale=1.0):
+        """``scale (log w_k + log N(x_b | mean_k, diag var_k))``, laid out ``[M, K, B]``.
 
-        The data index is last because torch reduces slowly over a short last dimension.
+        The data index is last because torch reduces slowly over a short
+        last dimension. ``scale=LOG2_E`` gives it in bits (``_bits``).
         """
         M = theta.shape[0]
         K, D = self.n_components, self.n_features
@@ -176,10 +178,13 @@ class GaussianMixtureModel(Model):
                                + D * _LOG_2PI)
         coef = torch.cat([-0.5 * precision, means * precision, const[:, :, None]], dim=2)
         features = _joint_features(X) if prepared is None else prepared["features"]
-        return (coef.reshape(M * K, 2 * D + 1) @ features.T).reshape(M, K, -1)
+        return ((scale * coef.reshape(M * K, 2 * D + 1)) @ features.T).reshape(M, K, -1)
 
     def log_likelihood(self, theta, batch):
-        return torch.logsumexp(self._log_joint(theta, batch[0]), dim=1)
+        return log_normalizer_bits_(self._log_joint(theta, batch[0], scale=LOG2_E))[0]
+
+    def log_likelihood_sum(self, theta, batch):
+        return summed_log_normalizer_bits_(self._log_joint(theta, batch[0], scale=LOG2_E))[0]
 
     def responsibilities(self, theta, X):
         """Posterior component probabilities of every datum, ``[M, B, K]``."""
@@ -208,13 +213,8 @@ class GaussianMixtureModel(Model):
         _, means, log_var = self._split(theta)
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
         # [M, K, B], overwritten by the responsibilities
-        joint = self._log_joint(theta, X, prepared)
-        top = joint.detach().amax(dim=1, keepdim=True)
-        resp = (joint - top if joint.requires_grad else joint.sub_(top)).exp_()
-        total = resp.sum(1)  # [M, B]
-        log_lik = (total.log() + top.squeeze(1)).sum(1)
-        inv_total = total.reciprocal()[:, None]
-        resp = resp.mul_(inv_total) if not resp.requires_grad else resp * inv_total
+        joint = self._log_joint(theta, X, prepared, scale=LOG2_E)
+        log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True)
         features = _joint_features(X) if prepared is None else prepared["features"]
         # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
         moments = (resp.reshape(M * K, B) @ features).reshape(M, K, 2 * D + 1)

@@ -210,7 +210,7 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(G + eye / self.prior_std**2, u)
         G_z0 = G @ z0
         rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
-        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=int(round(float(summary["n"]))))
+        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=float(summary["n"]))
 
     def _prepared_log_likelihood_and_grad(self, theta, batch):
         """:meth:`log_likelihood_and_grad` from the statistics of :meth:`prepare_batch`."""

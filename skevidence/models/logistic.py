@@ -2,6 +2,8 @@
 
 import torch
 
+from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
+                    summed_log_normalizer_bits_)
 from .base import GaussianPriorModel, PreparedBatch
 
 __all__ = ["LogisticRegressionModel"]
@@ -49,17 +51,18 @@ class LogisticRegressionModel(GaussianPriorModel):
             b = theta.new_zeros(M, K)
         return W, b
 
-    def _scores(self, theta, X):
-        """Class scores ``W x + b`` in the layout ``[M, K, B]``.
+    def _scores(self, theta, X, scale=1.0):
+        """Class scores ``scale (W x + b)`` in the layout ``[M, K, B]``.
 
-        The data index is last because torch reduces slowly over a short last dimension.
+        The data index is last because torch reduces slowly over a short
+        last dimension. ``scale=LOG2_E`` gives them in bits (``_bits``).
         """
         W, b = self.unpack(theta)
         flat = W.reshape(-1, self.n_features)
         if self.fit_intercept:
-            scores = torch.addmm(b.reshape(-1, 1), flat, X.T)  # [M K, B]
+            scores = torch.addmm(b.reshape(-1, 1), flat, X.T, beta=scale, alpha=scale)  # [M K, B]
         else:
-            scores = flat @ X.T
+            scores = (flat * scale) @ X.T
         return scores.reshape(theta.shape[0], self.n_classes, X.shape[0])
 
     def logits(self, theta, X):
@@ -76,14 +79,20 @@ class LogisticRegressionModel(GaussianPriorModel):
 
     def log_likelihood(self, theta, batch):
         X, y = batch
-        scores = self._scores(theta, X)  # [M, K, B]
-        picked = _picked(scores, y)  # [M, B]
-        return picked - _log_normalizer_(scores)[0]
+        bits = self._scores(theta, X, LOG2_E)  # [M, K, B]
+        picked = _picked(bits, y).mul_(LN_2)  # [M, B], in nats (read before the normaliser overwrites)
+        return picked - log_normalizer_bits_(bits)[0]
+
+    def log_likelihood_sum(self, theta, batch):
+        """``theta . s - sum_n log sum_k exp(score_k(x_n))``, ``s`` the label statistics (no gather)."""
+        X, y = batch
+        return theta @ self._labels_of(batch, theta.dtype) - summed_log_normalizer_bits_(
+            self._scores(theta, X, LOG2_E))[0]
 
     def grad_log_likelihood(self, theta, batch):
         """``sum_n (onehot(y_n) - p_n) [x_n, 1]^T`` per particle, ``[M, d]``."""
         X, y = batch
-        return self._grad_from_probabilities(_softmax_classes_(self._scores(theta, X)), X, y)
+        return self._grad_from_probabilities(softmax_bits_(self._scores(theta, X, LOG2_E)), X, y)
 
     def log_likelihood_and_grad(self, theta, batch):
         """Both from one product ``W X^T`` and one exponential of the scores.
@@ -92,13 +101,11 @@ class LogisticRegressionModel(GaussianPriorModel):
         ``s = sum_n onehot(y_n) [x_n, 1]`` (the gradient's data term), so no
         per-observation gather is needed; the softmax is formed in place.
         """
-        X, y = batch
-        if isinstance(batch, PreparedBatch):
-            s = batch.stats["labels"]
-        else:
-            s = self._label_statistics(X, y, theta.dtype)  # [d]
-        log_norm, proba = _log_normalizer_(self._scores(theta, X), with_proba=True)
-        return theta @ s - log_norm.sum(1), s - self._expected_statistics(proba, X)
+        X = batch[0]
+        s = self._labels_of(batch, theta.dtype)  # [d]
+        log_norm, proba = summed_log_normalizer_bits_(self._scores(theta, X, LOG2_E),
+                                                      with_proba=True)
+        return theta @ s - log_norm, s - self._expected_statistics(proba, X)
 
     def prepare_batch(self, batch):
         """The batch with its label statistics ``sum_n onehot(y_n) [x_n, 1]``."""
@@ -153,6 +160,12 @@ class LogisticRegressionModel(GaussianPriorModel):
         """``sum_n (onehot(y_n) - p_n) [x_n, 1]`` from the probabilities ``[M, K, B]``."""
         return self._label_statistics(X, y, proba.dtype) - self._expected_statistics(proba, X)
 
+    def _labels_of(self, batch, dtype):
+        """The label statistics of a batch, prepared (:meth:`prepare_batch`) or not."""
+        if isinstance(batch, PreparedBatch):
+            return batch.stats["labels"]
+        return self._label_statistics(*batch, dtype)
+
     def _label_statistics(self, X, y, dtype):
         """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]``."""
         onehot = torch.nn.functional.one_hot(y, self.n_classes).T.to(dtype)  # [K, B]
@@ -175,28 +188,3 @@ def _picked(scores, y):
     """Score of each observation's own class, ``[M, B]``."""
     M, B = scores.shape[0], scores.shape[2]
     return scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)
-
-
-# The class reductions below overwrite the scores in place, since allocating a fresh
-# [M, K, B] tensor costs more than the arithmetic; tracked scores are copied first.
-
-
-def _softmax_classes_(scores):
-    """Softmax over dim 1 of ``[M, K, B]``, computed in ``scores``."""
-    if scores.requires_grad:
-        return torch.softmax(scores, dim=1)
-    scores.sub_(scores.amax(dim=1, keepdim=True)).exp_()
-    return scores.div_(scores.sum(1, keepdim=True))
-
-
-def _log_normalizer_(scores, with_proba=False):
-    """``logsumexp`` over dim 1 of ``[M, K, B]``, and optionally the softmax."""
-    top = scores.detach().amax(dim=1, keepdim=True)  # a constant shift
-    if scores.requires_grad:
-        scores = scores - top
-    else:
-        scores.sub_(top)
-    scores.exp_()
-    total = scores.sum(1)
-    log_norm = total.log() + top.squeeze(1)
-    return log_norm, (scores.mul_(total.reciprocal()[:, None]) if with_proba else None)

