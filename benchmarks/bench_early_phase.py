@@ -18,8 +18,8 @@ outside the package, the parts of the SGAIS loop
 
 Each part is timed exclusive of the parts nested in it (e.g. the
 preconditioner inside a move counts once, under ``prec``). Model calls
-(``log_likelihood``, ``grad_log_likelihood``, ``log_likelihood_and_grad``,
-outermost call only) are counted with the observation rows they evaluate
+(``log_likelihood``, ``log_likelihood_sum``, ``grad_log_likelihood``,
+``log_likelihood_and_grad``, outermost call only) are counted with the observation rows they evaluate
 (each call covers all particles), and their time is shown as ``model``,
 which is already part of the section that made the call; ``s/chk`` is wall
 seconds per chunk. Counts: annealing ``steps``; moves ``exact`` (warm-up),
@@ -161,7 +161,8 @@ from skevidence.inference.control_variates import ControlVariate
 from skevidence.models.base import batch_size_of
 
 SECTIONS = ("search", "lik(w)", "exact", "prep", "sghmc", "cv", "precond", "resample")
-MODEL_CALLS = ("log_likelihood", "grad_log_likelihood", "log_likelihood_and_grad")
+MODEL_CALLS = ("log_likelihood", "log_likelihood_sum", "grad_log_likelihood",
+               "log_likelihood_and_grad")
 
 
 def make_fit(name, n):
@@ -266,7 +267,8 @@ def instrument(profile, est, time_cap):
         def make_counted_model(self, *args, **kwargs):
             model = make_model(self, *args, **kwargs)
             for name in MODEL_CALLS:
-                setattr(model, name, profile.model_call(getattr(model, name)))
+                if hasattr(model, name):  # log_likelihood_sum is newer than some commits
+                    setattr(model, name, profile.model_call(getattr(model, name)))
             model.posterior_scale = sec("precond", model.posterior_scale)
             model.prepare_batch = sec("prep", model.prepare_batch)
             return model
