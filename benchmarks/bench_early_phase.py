@@ -19,10 +19,10 @@ outside the package, the parts of the SGAIS loop
 Each part is timed exclusive of the parts nested in it (e.g. the
 preconditioner inside a move counts once, under ``prec``). Model calls
 (``log_likelihood``, ``log_likelihood_sum``, ``grad_log_likelihood``,
-``log_likelihood_and_grad``, outermost call only) are counted with the observation rows they evaluate
-(each call covers all particles), and their time is shown as ``model``,
-which is already part of the section that made the call; ``s/chk`` is wall
-seconds per chunk. Counts: annealing ``steps``; moves ``exact`` (warm-up),
+``log_likelihood_and_grad``, outermost call only) are counted with the
+observation rows they evaluate (each call covers all particles), and
+their time is shown as ``model``, which is already part of the section
+that made the call; ``s/chk`` is wall seconds per chunk. Counts: annealing ``steps``; moves ``exact`` (warm-up),
 ``sghmc`` and ``skip`` (chunks taken without a move); model ``evals`` and
 the observation ``rows`` they evaluated, in millions.
 The wrappers change no numbers: a wrapped fit gives the log evidence of an

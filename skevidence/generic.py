@@ -73,6 +73,8 @@ def check_model(model, batch, dtype=torch.float64, device="cpu"):
         B = batch[0].shape[0]
         _check_output(model, "log_likelihood", model.log_likelihood(theta, batch), (_N_TRIAL, B),
                       dtype, finite=False)
+        _check_output(model, "log_likelihood_sum", model.log_likelihood_sum(theta, batch),
+                      (_N_TRIAL,), dtype, finite=False)
     _check_output(model, "grad_log_prior", model.grad_log_prior(theta), (_N_TRIAL, d), dtype)
     grad = model.grad_log_likelihood(theta, batch)
     _check_output(model, "grad_log_likelihood", grad, (_N_TRIAL, d), dtype, finite=False)

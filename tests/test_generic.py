@@ -102,6 +102,11 @@ class WrongShape(HandWrittenLinear):
         return super().log_likelihood(theta, batch).sum(1)
 
 
+class WrongSumShape(HandWrittenLinear):
+    def log_likelihood_sum(self, theta, batch):  # per row, not summed
+        return super().log_likelihood(theta, batch)
+
+
 class NaNPrior(HandWrittenLinear):
     def log_prior(self, theta):
         return super().log_prior(theta) * np.nan
@@ -114,6 +119,7 @@ class Float32Prior(HandWrittenLinear):
 
 @pytest.mark.parametrize("model, message", [
     (WrongShape(3), r"log_likelihood returned shape \(3,\), expected \(3, 8\)"),
+    (WrongSumShape(3), r"log_likelihood_sum returned shape \(3, 8\), expected \(3,\)"),
     (NaNPrior(3), "log_prior returned non-finite values"),
     (Float32Prior(3), "sample_prior returned torch.float32"),
 ])

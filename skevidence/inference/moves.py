@@ -165,7 +165,7 @@ def moves_exactly(state, config):
     return state.summary is not None
 
 
-def _tempered_terms(model, state, config, chunk, lam, dtype):
+def _tempered_terms(model, state, chunk, lam, dtype):
     """The tempered log-likelihood ``lam * chunk + past`` as ``(weight, data)`` pairs
     that :meth:`Model.log_likelihood_and_grad` takes.
 
@@ -202,7 +202,7 @@ def exact_move(model, state, config, chunk, lam):
     carries the acceptance and the next move's step size.
     """
     work = _warmup_dtype(state, config)
-    terms = _tempered_terms(model, state, config, chunk, lam, work)
+    terms = _tempered_terms(model, state, chunk, lam, work)
 
     def log_density_and_grad(theta):
         log_p, g = model.log_prior(theta), model.grad_log_prior(theta)

@@ -33,11 +33,7 @@ def log_normalizer_bits_(bits, with_proba=False):
     """``log sum_k 2^bits[:, k, :]`` in nats, ``[M, B]``, and optionally the softmax ``[M, K, B]``."""
     powers, top = _shifted_powers_(bits)
     total = powers.sum(1)
-    log_norm = (total.log2() + top.squeeze(1)) * LN_2
-    if not with_proba:
-        return log_norm, None
-    inv_total = total.reciprocal()[:, None]
-    return log_norm, powers * inv_total if powers.requires_grad else powers.mul_(inv_total)
+    return (total.log2() + top.squeeze(1)) * LN_2, _proba_if(with_proba, powers, total)
 
 
 def summed_log_normalizer_bits_(bits, with_proba=False):
@@ -45,10 +41,15 @@ def summed_log_normalizer_bits_(bits, with_proba=False):
     powers, top = _shifted_powers_(bits)
     total = powers.sum(1)
     log_norm = (_sum_log2(total, bits.shape[1]) + top.sum((1, 2))) * LN_2
+    return log_norm, _proba_if(with_proba, powers, total)
+
+
+def _proba_if(with_proba, powers, total):
+    """The softmax ``powers / total`` (in ``powers``) if asked for, else None."""
     if not with_proba:
-        return log_norm, None
+        return None
     inv_total = total.reciprocal()[:, None]
-    return log_norm, powers * inv_total if powers.requires_grad else powers.mul_(inv_total)
+    return powers * inv_total if powers.requires_grad else powers.mul_(inv_total)
 
 
 def _sum_log2(total, n_classes):
