@@ -22,9 +22,10 @@ preconditioner inside a move counts once, under ``prec``). Model calls
 ``log_likelihood_and_grad``, outermost call only) are counted with the
 observation rows they evaluate (each call covers all particles), and
 their time is shown as ``model``, which is already part of the section
-that made the call; ``s/chk`` is wall seconds per chunk. Counts: annealing ``steps``; moves ``exact`` (warm-up),
-``sghmc`` and ``skip`` (chunks taken without a move); model ``evals`` and
-the observation ``rows`` they evaluated, in millions.
+that made the call; ``s/chk`` is wall seconds per chunk. Counts:
+annealing ``steps``; moves ``exact`` (warm-up), ``sghmc`` and ``skip``
+(chunks taken without a move); model ``evals`` and the observation
+``rows`` they evaluated, in millions.
 The wrappers change no numbers: a wrapped fit gives the log evidence of an
 unwrapped one to the last digit (checked: linear and mixture, N = 1200).
 

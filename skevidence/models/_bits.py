@@ -30,7 +30,7 @@ def _shifted_powers_(bits):
 
 
 def log_normalizer_bits_(bits, with_proba=False):
-    """``log sum_k 2^bits[:, k, :]`` in nats, ``[M, B]``, and optionally the softmax ``[M, K, B]``."""
+    """``log sum_k 2^bits[:, k, :]`` in nats, ``[M, B]``, and optionally the softmax."""
     powers, top = _shifted_powers_(bits)
     total = powers.sum(1)
     return (total.log2() + top.squeeze(1)) * LN_2, _proba_if(with_proba, powers, total)

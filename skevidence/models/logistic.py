@@ -80,12 +80,12 @@ class LogisticRegressionModel(GaussianPriorModel):
     def log_likelihood(self, theta, batch):
         X, y = batch
         bits = self._scores(theta, X, LOG2_E)  # [M, K, B]
-        picked = _picked(bits, y).mul_(LN_2)  # [M, B], in nats (read before the normaliser overwrites)
+        picked = _picked(bits, y).mul_(LN_2)  # [M, B] in nats (a copy: bits get overwritten)
         return picked - log_normalizer_bits_(bits)[0]
 
     def log_likelihood_sum(self, theta, batch):
-        """``theta . s - sum_n log sum_k exp(score_k(x_n))``, ``s`` the label statistics (no gather)."""
-        X, y = batch
+        """``theta . s - sum_n log sum_k exp(score_k(x_n))``, ``s`` the label statistics."""
+        X = batch[0]
         return theta @ self._labels_of(batch, theta.dtype) - summed_log_normalizer_bits_(
             self._scores(theta, X, LOG2_E))[0]
 
