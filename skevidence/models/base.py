@@ -25,7 +25,7 @@ def take(batch, index):
 
 
 def row_blocks(batch, n_particles, max_rows=None):
-    """The batch in consecutive blocks of ``BLOCK_ELEMENTS / n_particles`` rows (at most ``max_rows``)."""
+    """The batch in consecutive blocks of ``BLOCK_ELEMENTS / n_particles`` rows (or ``max_rows``)."""
     rows = max(1, BLOCK_ELEMENTS // max(n_particles, 1))
     if max_rows is not None:
         rows = min(rows, max_rows)
