@@ -144,9 +144,9 @@ _SHARED_PARAMS_DOC = """\
     device : str, default="cpu"
         Torch device of the particles and data, e.g. ``"cuda"`` (which
         needs a CUDA build of torch; ``fit`` checks that it is available).
-    dtype : {{"float64", "float32"}} or numpy / torch dtype, default="float64"
+    dtype : {{"float64", "float32"}} or numpy / torch dtype, default="{dtype}"
         Precision of the computation (``np.float32`` and ``torch.float32``
-        work too); ``float32`` is faster on GPUs. Inputs larger than
+        work too); ``float32`` is faster on GPUs{dtype_why}. Inputs larger than
         ``finfo(dtype).max ** 0.25`` in magnitude (about 1e77 in float64,
         4e9 in float32) are rejected: products in the engine would overflow.
     random_state : int, RandomState instance or None, default=None
@@ -194,9 +194,10 @@ _SHARED_PARAMS_DOC = """\
         (``learning_rate`` is for SGHMC only)."""
 
 
-def shared_params_doc(*, learning_rate, warmup):
+def shared_params_doc(*, learning_rate, warmup, dtype="float64", dtype_why=""):
     """The Parameters paragraphs every estimator shares, with its defaults."""
-    return fill(_SHARED_PARAMS_DOC, learning_rate=learning_rate, warmup=warmup)
+    return fill(_SHARED_PARAMS_DOC, learning_rate=learning_rate, warmup=warmup, dtype=dtype,
+                dtype_why=dtype_why)
 
 
 # Sections of the methods' docstrings (indented for a method of a class).

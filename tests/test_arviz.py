@@ -178,9 +178,10 @@ def test_logistic_class_labels():
     np.testing.assert_allclose(np.einsum("m,mkp->kp", W, exact.posterior["coef"].values[0]),
                                clf.coef_, rtol=1e-12, atol=1e-12)
     theta = clf._particles_tensor()
-    log_p = clf._model.predict_log_proba(theta, torch.as_tensor(X)).numpy()  # [M, n, K]
+    X_t = torch.as_tensor(X, dtype=theta.dtype)  # the estimator's dtype (float32 here)
+    log_p = clf._model.predict_log_proba(theta, X_t).numpy()  # [M, n, K]
     np.testing.assert_allclose(exact.log_likelihood["y"].values[0],
-                               log_p[:, np.arange(300), y], rtol=1e-10)
+                               log_p[:, np.arange(300), y], rtol=1e-6)
     with pytest.raises(ValueError, match="labels not in classes_"):
         clf.to_inference_data(X, np.where(labels == "cat", "dog", labels))
 

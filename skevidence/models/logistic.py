@@ -1,5 +1,7 @@
 """Multinomial (softmax) logistic regression (paper, Appendix B.2)."""
 
+import functools
+
 import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
@@ -143,18 +145,8 @@ class LogisticRegressionModel(GaussianPriorModel):
         q = Z.shape[1]
         # [K K q, B] x [B, q]: every class pair's weighted Gram matrix at once.
         AZ = (A.reshape(-1, K * K, 1) * Z[:, None, :]).reshape(X.shape[0], -1)
-        F = (AZ.T @ Z).reshape(K, K, q, q).permute(0, 2, 1, 3).reshape(K * q, K * q)
-        order = self._theta_order(q, X.device)
-        return F[order][:, order]
-
-    def _theta_order(self, q, device):
-        """Rows of the ``(class, [x, 1])`` layout in the order of ``theta``."""
-        K, p = self.n_classes, self.n_features
-        k = torch.arange(K, device=device)
-        weights = (k[:, None] * q + torch.arange(p, device=device)).reshape(-1)
-        if not self.fit_intercept:
-            return weights
-        return torch.cat([weights, k * q + p])
+        flat = (AZ.T @ Z).reshape(-1)  # (class k, class l, z_i, z_j), row-major
+        return flat[_theta_layout(K, self.n_features, self.fit_intercept, str(X.device))]
 
     def _grad_from_probabilities(self, proba, X, y):
         """``sum_n (onehot(y_n) - p_n) [x_n, 1]`` from the probabilities ``[M, K, B]``."""
@@ -188,3 +180,24 @@ def _picked(scores, y):
     """Score of each observation's own class, ``[M, B]``."""
     M, B = scores.shape[0], scores.shape[2]
     return scores.gather(1, y.reshape(1, 1, B).expand(M, 1, B)).squeeze(1)
+
+
+@functools.lru_cache(maxsize=16)
+def _theta_layout(n_classes, n_features, fit_intercept, device):
+    """Indices ``[d, d]`` into the flattened ``(k, l, i, j)`` Fisher blocks, in ``theta``'s layout.
+
+    ``theta`` holds the weights class by class, then the biases; entry
+    ``(a, b)`` is block ``(k_a, l_b)``'s ``(i_a, j_b)``, so one gather
+    replaces a permutation and two row/column selections (per call on a
+    mini-batch, those small copies cost more than the product).
+    """
+    K, p = n_classes, n_features
+    q = p + int(fit_intercept)
+    k = torch.arange(K)
+    order = (k[:, None] * q + torch.arange(p)).reshape(-1)
+    if fit_intercept:
+        order = torch.cat([order, k * q + p])
+    cls, feature = order // q, order % q
+    rows = cls * (K * q * q) + feature * q
+    cols = cls * (q * q) + feature
+    return (rows[:, None] + cols[None, :]).to(device)
