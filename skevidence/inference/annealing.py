@@ -6,6 +6,7 @@ outside torch than as many tiny tensor ops (and avoids device syncs).
 """
 
 import numpy as np
+from scipy.optimize import brentq
 
 __all__ = ["logsumexp", "log_normalize", "ess", "conditional_ess", "next_increment"]
 
@@ -60,25 +61,52 @@ def conditional_ess(log_W, loglik, delta):
     return float(log_W.shape[0] * np.exp(2.0 * log_num - logsumexp(b)))
 
 
-def next_increment(log_W, loglik, remaining, target, tol=1e-6, max_iter=60):
+def next_increment(log_W, loglik, remaining, target, tol=1e-6):
     """Largest ``delta`` in ``(0, remaining]`` whose conditional ESS >= ``target``.
 
     Returns ``remaining`` when the whole step already meets the target;
-    otherwise bisects in ``log(delta)`` (the admissible increments span many
-    orders of magnitude early in a stream, so bisection in log space needs
-    far fewer iterations than on a linear scale).
+    otherwise finds where ``log ESS(delta) = log target`` in ``log delta``
+    over ``[log(remaining) - 50, log(remaining)]`` (the admissible
+    increments span many orders of magnitude early in a stream) by Brent's
+    method, to within ``tol``, and returns a ``delta`` that meets the
+    target. The curve is smooth, so that takes about fifteen evaluations
+    where a bisection took two dozen, each of them a few numpy calls on
+    the live particles (whose overhead, not their arithmetic, set the cost
+    of annealing small models).
     """
     if not np.isfinite(np.max(log_W + loglik)):
         return remaining  # nothing to anneal: the caller reports the failure
-    if conditional_ess(log_W, loglik, remaining) >= target:
+    excess = _log_ess_excess(log_W, loglik, target)
+    if excess(np.log(remaining)) >= 0:
         return remaining
     lo, hi = np.log(remaining) - 50.0, np.log(remaining)
-    for _ in range(max_iter):
-        mid = 0.5 * (lo + hi)
-        if conditional_ess(log_W, loglik, np.exp(mid)) >= target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < tol:
-            break
+    if not excess(lo) >= 0:
+        return float(np.exp(lo))
+    root = brentq(excess, lo, hi, xtol=tol)
+    # Brent's answer lies within tol of the crossing, on either side: step to the met side.
+    for log_delta in (root, root - tol, root - 2 * tol):
+        if excess(log_delta) >= 0:
+            return float(np.exp(log_delta))
     return float(np.exp(lo))
+
+
+def _log_ess_excess(log_W, loglik, target):
+    """``log_delta -> log(conditional ESS) - log(target)``, as :func:`conditional_ess`.
+
+    Only particles with weight and likelihood count; with ``a = log W +
+    delta * loglik`` and its maximum ``c``, ``sum W w = e^c sum e^(a - c)``
+    and ``sum W w^2 = e^(2c) sum e^(2(a - c) - log W)``. An ESS of zero (or
+    NaN) comes out as a large negative number, which Brent's method needs finite.
+    """
+    live = np.isfinite(log_W) & np.isfinite(loglik)
+    lw, ll = log_W[live], loglik[live]
+    log_scale = np.log(log_W.shape[0]) - np.log(target)
+
+    def excess(log_delta):
+        a = lw + np.exp(log_delta) * ll
+        shifted = a - a.max()
+        with np.errstate(over="ignore"):
+            value = log_scale + 2.0 * np.log(np.exp(shifted).sum()) - np.log(
+                np.exp(2.0 * shifted - lw).sum())
+        return value if value == value else -1e300  # NaN -> -1e300 (NaN != NaN)
+    return excess

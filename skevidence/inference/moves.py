@@ -204,9 +204,11 @@ def exact_move(model, state, config, chunk, lam):
     work = _warmup_dtype(state, config)
     terms = _tempered_terms(model, state, chunk, lam, work)
 
+    (first_weight, first), *others = terms
+
     def log_density_and_grad(theta):
-        log_p, g = model.log_prior(theta), model.grad_log_prior(theta)
-        for weight, data in terms:
+        log_p, g = model.log_joint_and_grad(theta, first, first_weight)
+        for weight, data in others:
             log_lik, g_lik = model.log_likelihood_and_grad(theta, data)
             log_p, g = log_p.add(log_lik, alpha=weight), g.add(g_lik, alpha=weight)
         return log_p, g

@@ -214,6 +214,18 @@ class Model:
         """
         return self.log_likelihood_sum(theta, batch), self.grad_log_likelihood(theta, batch)
 
+    def log_joint_and_grad(self, theta, batch, weight=1.0):
+        """``log_prior + weight * log_likelihood`` of the batch, ``[M]``, and its gradient.
+
+        What each step of the engine's exact moves evaluates. The default
+        adds :meth:`log_prior` to :meth:`log_likelihood_and_grad`; a model
+        whose prior and likelihood combine into fewer operations (a
+        conjugate prior with prepared statistics) may override it.
+        """
+        log_lik, g_lik = self.log_likelihood_and_grad(theta, batch)
+        return (self.log_prior(theta).add(log_lik, alpha=weight),
+                self.grad_log_prior(theta).add(g_lik, alpha=weight))
+
     def prepare_batch(self, batch):
         """``batch`` ready for many :meth:`log_likelihood_and_grad` calls at different ``theta``.
 

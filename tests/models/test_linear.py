@@ -182,3 +182,23 @@ def test_summed_summaries_stand_for_the_data(noise_std):
     torch.testing.assert_close(log_lik, expected_log_lik)
     torch.testing.assert_close(grad, expected_grad)
     torch.testing.assert_close(log_lik, model.log_likelihood(theta, batch).sum(1))
+
+
+@pytest.mark.parametrize("noise_std", [0.8, None])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_log_joint_is_the_prior_plus_the_likelihood(noise_std, fit_intercept):
+    # The fused quadratic form of prepared statistics (a summary's and a batch's)
+    # against Model's default, log_prior + log_likelihood_and_grad; a tempered
+    # weight takes the default path.
+    X, y = paper_linear_data(200, seed=5, n_features=4)
+    model = LinearRegressionModel(4, fit_intercept, prior_std=1.7, noise_std=noise_std,
+                                  intercept_prior_mean=0.3, noise_prior_scale=1.3)
+    data = (torch.as_tensor(X), torch.as_tensor(y))
+    theta = 0.1 * model.sample_prior(32, torch.Generator().manual_seed(1))
+    for prepared in (model.prepare_summary(model.summarize(data)), model.prepare_batch(data)):
+        for weight in (1.0, 0.5):
+            log_p, grad = model.log_joint_and_grad(theta, prepared, weight)
+            ref_log_p, ref_grad = Model.log_joint_and_grad(model, theta, prepared, weight)
+            # Values near 1e3: the two orders of summation agree to ~1e-12.
+            torch.testing.assert_close(log_p, ref_log_p, rtol=1e-12, atol=1e-9)
+            torch.testing.assert_close(grad, ref_grad, rtol=1e-10, atol=1e-9)
