@@ -134,9 +134,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     }
 
     # The exact warm-up runs in single precision also with dtype="float64": its
-    # rounding only perturbs the Metropolis test. Chunks grow with the data (a sixteenth of it): on the
-    # paper's model to 1e5 a third less CPU, to 1e6 a tenth less, with as
-    # accurate an evidence over twelve runs (docs/benchmarks.rst, "Long streams").
+    # rounding only perturbs the Metropolis test. Chunks grow with the data (a
+    # sixteenth of it): on the paper's model to 1e5 a third less CPU, to 1e6 a
+    # tenth less, with as accurate an evidence over twelve runs
+    # (docs/benchmarks.rst, "Long streams").
     _engine_defaults = {"warmup_dtype": "float32", "chunk_growth": 1 / 16}
 
     def __init__(
