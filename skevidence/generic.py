@@ -78,6 +78,11 @@ def check_model(model, batch, dtype=torch.float64, device="cpu"):
     _check_output(model, "grad_log_prior", model.grad_log_prior(theta), (_N_TRIAL, d), dtype)
     grad = model.grad_log_likelihood(theta, batch)
     _check_output(model, "grad_log_likelihood", grad, (_N_TRIAL, d), dtype, finite=False)
+    # The default sums the parts checked above; an override is checked itself.
+    if type(model).log_joint_and_grad is not Model.log_joint_and_grad:
+        log_joint, grad_joint = model.log_joint_and_grad(theta, model.prepare_batch(batch))
+        _check_output(model, "log_joint_and_grad", log_joint, (_N_TRIAL,), dtype, finite=False)
+        _check_output(model, "log_joint_and_grad", grad_joint, (_N_TRIAL, d), dtype, finite=False)
 
 
 def _check_output(model, name, value, shape, dtype, finite=True):

@@ -29,5 +29,13 @@ def test_every_estimator_documents_the_shared_parameters_and_attributes(cls):
 def test_the_warmup_paragraph_follows_each_estimator():
     assert "fewer than 2000 observations" in EvidenceGMM.__doc__
     assert "steps in single precision" in EvidenceLogisticRegression.__doc__
-    assert warmup_doc() in EvidenceLinearRegression.__doc__
+    # linear regression never moves by SGHMC: no warm-up paragraph, exact moves throughout
+    assert warmup_doc() not in EvidenceLinearRegression.__doc__
+    assert "exact tempered posterior throughout" in EvidenceLinearRegression.__doc__
     assert warmup_doc(why=False) in EvidenceModel.__doc__
+
+
+def test_each_estimator_documents_its_own_dtype_default():
+    assert 'numpy / torch dtype, default="float32"' in EvidenceLogisticRegression.__doc__
+    for estimator in (EvidenceLinearRegression, EvidenceGMM, EvidenceModel):
+        assert 'numpy / torch dtype, default="float64"' in estimator.__doc__

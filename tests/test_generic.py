@@ -107,6 +107,12 @@ class WrongSumShape(HandWrittenLinear):
         return super().log_likelihood(theta, batch)
 
 
+class WrongJointShape(HandWrittenLinear):
+    def log_joint_and_grad(self, theta, batch, weight=1.0):  # the gradient summed
+        log_p, grad = super().log_joint_and_grad(theta, batch, weight)
+        return log_p, grad.sum(1)
+
+
 class NaNPrior(HandWrittenLinear):
     def log_prior(self, theta):
         return super().log_prior(theta) * np.nan
@@ -120,6 +126,7 @@ class Float32Prior(HandWrittenLinear):
 @pytest.mark.parametrize("model, message", [
     (WrongShape(3), r"log_likelihood returned shape \(3,\), expected \(3, 8\)"),
     (WrongSumShape(3), r"log_likelihood_sum returned shape \(3, 8\), expected \(3,\)"),
+    (WrongJointShape(3), r"log_joint_and_grad returned shape \(3,\), expected \(3, 3\)"),
     (NaNPrior(3), "log_prior returned non-finite values"),
     (Float32Prior(3), "sample_prior returned torch.float32"),
 ])
