@@ -72,11 +72,12 @@ def check_magnitude(a, name, dtype):
     bound = max_abs_input(dtype)
     largest = float(np.max(np.abs(a)))
     if largest > bound:
+        wider = " (or pass dtype='float64')" if dtype != torch.float64 else ""
         raise ValueError(
             f"{name} has entries as large as {largest:.3g}, beyond the {bound:.3g} that "
             f"{str(dtype).removeprefix('torch.')} computations support (products of the data "
             "and the parameters would overflow). Rescale the data, e.g. with "
-            "sklearn.preprocessing.StandardScaler in a pipeline."
+            f"sklearn.preprocessing.StandardScaler in a pipeline{wider}."
         )
 
 

@@ -139,9 +139,9 @@ def test_huge_features_raise_before_any_state_changes(reg_data, make):
 
 def test_float32_bound_and_huge_targets(reg_data):
     X, y = reg_data
-    with pytest.raises(ValueError, match="float32"):
+    with pytest.raises(ValueError, match="float32 computations.*dtype='float64'"):
         EvidenceLinearRegression(dtype="float32", **CHEAP).fit(X * 1e10, y)
-    with pytest.raises(ValueError, match="^y has entries"):
+    with pytest.raises(ValueError, match="^y has entries.*in a pipeline\.$"):
         EvidenceLinearRegression(**CHEAP).fit(X, y * 1e300)
 
 
