@@ -53,12 +53,7 @@ def conditional_ess(log_W, loglik, delta):
     uniform ``W`` it is the paper's ``(sum w)^2 / sum w^2``, and unlike that
     one it stays meaningful when the particles already carry weights.
     """
-    a = log_W + delta * loglik
-    b = log_W + 2.0 * delta * loglik
-    log_num = logsumexp(a)
-    if not np.isfinite(log_num):  # no particle with weight and likelihood
-        return 0.0
-    return float(log_W.shape[0] * np.exp(2.0 * log_num - logsumexp(b)))
+    return float(np.exp(_log_ess_ratio(log_W, loglik)(delta)))
 
 
 def next_increment(log_W, loglik, remaining, target, tol=1e-6):
@@ -76,7 +71,12 @@ def next_increment(log_W, loglik, remaining, target, tol=1e-6):
     """
     if not np.isfinite(np.max(log_W + loglik)):
         return remaining  # nothing to anneal: the caller reports the failure
-    excess = _log_ess_excess(log_W, loglik, target)
+    log_ratio = _log_ess_ratio(log_W, loglik, target)
+
+    def excess(log_delta):  # Brent's method needs finite values: a zero or NaN ESS -> -1e300
+        value = log_ratio(np.exp(log_delta))
+        return value if value > -1e300 else -1e300
+
     if excess(np.log(remaining)) >= 0:
         return remaining
     lo, hi = np.log(remaining) - 50.0, np.log(remaining)
@@ -90,23 +90,24 @@ def next_increment(log_W, loglik, remaining, target, tol=1e-6):
     return float(np.exp(lo))
 
 
-def _log_ess_excess(log_W, loglik, target):
-    """``log_delta -> log(conditional ESS) - log(target)``, as :func:`conditional_ess`.
+def _log_ess_ratio(log_W, loglik, target=1.0):
+    """``delta -> log(`` :func:`conditional_ess` ``/ target)``, ``-inf`` where no particle counts.
 
     Only particles with weight and likelihood count; with ``a = log W +
     delta * loglik`` and its maximum ``c``, ``sum W w = e^c sum e^(a - c)``
-    and ``sum W w^2 = e^(2c) sum e^(2(a - c) - log W)``. An ESS of zero (or
-    NaN) comes out as a large negative number, which Brent's method needs finite.
+    and ``sum W w^2 = e^(2c) sum e^(2(a - c) - log W)``: a few numpy calls
+    on the live particles per evaluation.
     """
     live = np.isfinite(log_W) & np.isfinite(loglik)
     lw, ll = log_W[live], loglik[live]
     log_scale = np.log(log_W.shape[0]) - np.log(target)
 
-    def excess(log_delta):
-        a = lw + np.exp(log_delta) * ll
+    def log_ratio(delta):
+        if lw.size == 0:
+            return -np.inf
+        a = lw + delta * ll
         shifted = a - a.max()
         with np.errstate(over="ignore"):
-            value = log_scale + 2.0 * np.log(np.exp(shifted).sum()) - np.log(
+            return log_scale + 2.0 * np.log(np.exp(shifted).sum()) - np.log(
                 np.exp(2.0 * shifted - lw).sum())
-        return value if value == value else -1e300  # NaN -> -1e300 (NaN != NaN)
-    return excess
+    return log_ratio

@@ -189,7 +189,9 @@ class LinearRegressionModel(Model):
         H = G + eye / self.prior_std**2
         z0 = torch.linalg.solve(H, Phi.T @ y_unit)
         r0 = y_unit - Phi @ z0
-        return PreparedBatch(batch, G=G, b=Phi.T @ r0, rr=r0 @ r0, z0=z0, n=X.shape[0], H=H)
+        rr = r0 @ r0
+        return PreparedBatch(batch, G=G, b=Phi.T @ r0, rr=rr, z0=z0, n=X.shape[0],
+                             **self._joint_stats(H, z0, rr))
 
     def summarize(self, batch):
         """``Phi'Phi``, ``Phi'y'``, ``y''y'`` and the count, in the sampler's units (float64)."""
@@ -212,7 +214,13 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(H, u)
         G_z0 = G @ z0
         rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
-        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=float(summary["n"]), H=H)
+        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=float(summary["n"]),
+                             **self._joint_stats(H, z0, rr))
+
+    def _joint_stats(self, H, z0, rr):
+        """What :meth:`log_joint_and_grad` needs beyond the likelihood's statistics:
+        ``H`` and the sum of squares at its minimum, ``rr + z0'z0 / g^2``."""
+        return {"H": H, "joint_min": rr + (z0 @ z0) / self.prior_std**2}
 
     def log_joint_and_grad(self, theta, batch, weight=1.0):
         """The log prior plus the log-likelihood, as one quadratic form in ``theta``.
@@ -234,7 +242,7 @@ class LinearRegressionModel(Model):
         n, g2, z0 = st["n"], self.prior_std**2, st["z0"]
         delta = theta[:, :c] - z0
         H_delta = delta @ st["H"]
-        quad = (delta * H_delta).sum(1).add_(st["rr"] + (z0 @ z0) / g2)
+        quad = (delta * H_delta).sum(1).add_(st["joint_min"])
         const = (n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
                  + c * (_LOG_2PI + math.log(g2)))
         if not self.unknown_noise:
