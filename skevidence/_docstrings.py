@@ -72,11 +72,21 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         doubled), ``spread_ratio`` (``-E[(theta - mean) . grad log
         p(theta)] / n_params`` over the particles, about 1 at the posterior
         by Stein's identity, below for a cloud narrower than the posterior)
-        with its standard error ``spread_ratio_se``, and ``warnings``. A
+        with its standard error ``spread_ratio_se``,
+        ``importance_log_evidence`` (an independent estimate of the log
+        evidence at ``posterior_gap_n_seen`` observations, by importance
+        sampling from a Student-t at the posterior mode, for the
+        regression models, whose posteriors have one mode; NaN otherwise
+        or with a bounded ``reservoir_size``) with its
+        ``importance_log_evidence_std`` and ``importance_ess`` (as a
+        fraction of its 64 draws; below 0.2 it is not used) and
+        ``importance_z`` (the annealing's log evidence minus it, in
+        combined standard deviations), and ``warnings``. A
         :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
         entries of ``warnings`` that say most particles diverged in one
-        move, the ESS collapsed, the gap exceeds its threshold, or the
-        spread ratio is far below 1 (a collapsed cloud); a chunk that
+        move, the ESS collapsed, the gap exceeds its threshold, the
+        spread ratio is far below 1 (a collapsed cloud), or ``importance_z``
+        is beyond 4 in size (the particles lag or miss the posterior); a chunk that
         needed more annealing steps than the ``annealing_steps_warning``
         entry of ``engine_options`` (250 by default) is listed there too,
         but warned about by :class:`~skevidence.exceptions.AnnealingWarning`."""

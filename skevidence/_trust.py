@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .inference import posterior_gap, sgais
+from .inference import importance, posterior_gap, sgais
+from .models.base import has_fisher_information
 
 __all__ = ["TrustDiagnosticsMixin"]
 
@@ -27,6 +28,19 @@ ESS_COLLAPSE = 0.05
 # understates the noise; clouds that are too wide are the gap's to catch.
 SPREAD_MARGIN = 0.2
 SPREAD_SE = 4.0
+# The importance-sampling check (inference/importance.py) speaks where its
+# ESS is at least this fraction of its draws (the paper's logistic model
+# gives 0.2-0.4 at 1e3 observations, 0.4-0.55 from 1e4 on; below, its own
+# std, from a dozen effective draws, is not to be relied on) and the two
+# estimates differ by more than IMPORTANCE_Z combined standard deviations:
+# the annealing's errors follow its reported std (docs/benchmarks.rst), so
+# a healthy run crosses 4 about once in 16000.
+IMPORTANCE_MIN_ESS = 0.2
+IMPORTANCE_Z = 4.0
+# Its draws: with an ESS of half of them (the logistic model from 1e4 on) its
+# std is about 0.12 nats, below the annealing's from a few thousand observations
+# on, at a pass over the store for 64 particles.
+IMPORTANCE_DRAWS = 64
 
 
 class TrustDiagnosticsMixin:
@@ -48,8 +62,25 @@ class TrustDiagnosticsMixin:
                                           cloud=cloud)
         spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
                                             cloud=cloud)
-        self._gap_checked = (state.n_seen, gap, spread)
+        self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W))
         return gap, spread
+
+    def _importance_check(self, W):
+        """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
+        estimate from :func:`importance.importance_log_evidence` (None where it
+        does not apply: a model without one mode or curvature, a bounded store)."""
+        state, model = self._state, self._model
+        if not (model.unimodal and has_fisher_information(model)
+                and state.reservoir.size == state.n_seen > 0):
+            return None
+        # Its own generator, seeded from the engine's first seed and the data seen:
+        # the engine's stream, and so a later partial_fit, stays as it was.
+        generator = torch.Generator(device=state.theta.device)
+        generator.manual_seed((state.generator.initial_seed() + state.n_seen) % (1 << 63))
+        with torch.no_grad():
+            estimate = importance.importance_log_evidence(
+                model, W @ state.theta, state.reservoir.data(), IMPORTANCE_DRAWS, generator)
+        return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _diagnostics(self):
         state = self._state
@@ -74,7 +105,22 @@ class TrustDiagnosticsMixin:
             "mean_log_posterior": float(mean_log_p),
             "spread_ratio": float(spread),
             "spread_ratio_se": float(spread_se),
+            **self._importance_entries(),
         }
+
+    def _importance_entries(self):
+        """The importance-sampling check's ``diagnostics_`` entries (NaN where it did not run)."""
+        check = self._gap_checked[3]
+        estimate = None if check is None else check[0]
+        if estimate is None:
+            return {"importance_log_evidence": math.nan, "importance_log_evidence_std": math.nan,
+                    "importance_ess": math.nan, "importance_z": math.nan}
+        _, annealed, std = check
+        return {"importance_log_evidence": estimate.log_evidence,
+                "importance_log_evidence_std": estimate.std,
+                "importance_ess": estimate.ess,
+                "importance_z": (annealed - estimate.log_evidence)
+                / math.hypot(std, estimate.std)}
 
     def _untrustworthy_reasons(self, diag):
         M = self._state.theta.shape[0]
@@ -108,6 +154,15 @@ class TrustDiagnosticsMixin:
                 f"the particles' spread, measured by the posterior's curvature, is {spread:.2f} "
                 "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
                 "can be many nats off (try more n_burnin or n_particles)")
+        z = diag["importance_z"]
+        if diag["importance_ess"] >= IMPORTANCE_MIN_ESS and abs(z) > IMPORTANCE_Z:
+            n = diag["posterior_gap_n_seen"]
+            reasons.append(
+                f"after {n} observations the annealing's log evidence is {z:+.1f} combined "
+                "standard deviations from an importance-sampling estimate at the posterior "
+                f"mode ({diag['importance_log_evidence']:.6g} +- "
+                f"{diag['importance_log_evidence_std']:.2g}): the particles lag or miss "
+                "the posterior (try more n_burnin or n_particles, or a smaller learning_rate)")
         return reasons
 
     def _long_chunk_record(self):

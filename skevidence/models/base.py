@@ -88,6 +88,14 @@ class Model:
     ----------
     n_params : int
         Size ``d`` of the unconstrained parameter vector.
+    unimodal : bool
+        Whether the posterior has a single mode whatever the data (a
+        log-concave likelihood and prior, or a conjugate model); ``False``
+        unless a subclass sets it. Where it holds and the model has a
+        :meth:`fisher_information` and a :meth:`prior_precision`, the
+        estimators cross-check the evidence by importance sampling at the
+        mode (``diagnostics_``); on a multimodal posterior that estimate
+        would miss the other modes' mass.
 
     See Also
     --------
@@ -122,6 +130,7 @@ class Model:
     """
 
     n_params: int
+    unimodal = False
 
     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
         """Draw ``n`` parameter vectors from the prior.

@@ -57,6 +57,9 @@ class LinearRegressionModel(Model):
         noise variance (``E[1 / sigma^2] = 1 / s^2``); unused with known noise.
     """
 
+    # Gaussian given the noise, normal-inverse-gamma with it: one mode.
+    unimodal = True
+
     def __init__(self, n_features, fit_intercept=True, prior_std=1.0, noise_std=1.0,
                  intercept_prior_mean=0.0, noise_prior_scale=1.0):
         self.n_features = int(n_features)

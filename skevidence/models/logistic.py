@@ -36,6 +36,9 @@ class LogisticRegressionModel(GaussianPriorModel):
         Standard deviation of the Gaussian prior on every weight and bias.
     """
 
+    # A log-concave likelihood times a Gaussian prior: one mode.
+    unimodal = True
+
     def __init__(self, n_features, n_classes, fit_intercept=True, prior_std=1.0):
         self.n_features = int(n_features)
         self.n_classes = int(n_classes)
