@@ -49,6 +49,7 @@ CONSTRAINTS = {
     "move_ess": _at_least(Real, 0.0, optional=True),
     "minibatch_size": _at_least(Integral, 1, optional=True) + [StrOptions({"auto"})],
     "chunk_growth": _at_least(Real, 0.0),
+    "fold_importance": ["boolean"],
 }
 
 
@@ -184,6 +185,16 @@ default="covariance"
         :class:`~skevidence.EvidenceLogisticRegression`) takes a third
         less CPU to 1e5 observations and a tenth less to 1e6, with a
         smaller error bar that still covers the error (:doc:`/benchmarks`).
+    fold_importance : bool, default=True
+        For models whose posterior has one mode and a curvature
+        (``Model.unimodal`` and ``Model.fisher_information``: linear and
+        logistic regression) and a store of every observation: each time
+        the data seen double from ``4 * warmup_size`` on, combine the
+        running log evidence with an importance-sampling estimate from a
+        Student-t at the posterior mode (128 draws over the store),
+        weighting each by its inverse variance, so that the error no
+        longer accrues with every decade of data (:ref:`trust`).
+        ``False`` keeps the annealing's estimate alone.
     """
 
     # The defaults are documented above (and by the estimators, for their
@@ -212,6 +223,7 @@ default="covariance"
     move_ess: float | None = 0.5
     minibatch_size: int | str | None = "auto"
     chunk_growth: float = 0.0
+    fold_importance: bool = True
 
     def __post_init__(self):
         validate_parameter_constraints(
