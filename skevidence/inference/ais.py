@@ -27,11 +27,12 @@ __all__ = ["init", "update", "full_data_config"]
 def full_data_config(config, batch_size):
     """``config`` for exact moves on one chunk of ``batch_size`` observations.
 
-    No control variate (the moves use every observation) and no warning
-    about long annealing (a run from the prior needs many steps by design).
+    No control variate (the moves use every observation), no warning
+    about long annealing (a run from the prior needs many steps by design)
+    and no importance folds (a baseline: the annealing's estimate alone).
     """
     return replace(config, batch_size=max(int(batch_size), 1), control_variate=None,
-                   annealing_steps_warning=None)
+                   annealing_steps_warning=None, fold_importance=False)
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):

@@ -194,7 +194,8 @@ default="covariance"
         Student-t at the posterior mode (128 draws over the store),
         weighting each by its inverse variance, so that the error no
         longer accrues with every decade of data (:ref:`trust`).
-        ``False`` keeps the annealing's estimate alone.
+        ``False`` keeps the annealing's estimate alone, as the baselines
+        ``method="smc"`` and ``"ais"`` always do.
     """
 
     # The defaults are documented above (and by the estimators, for their

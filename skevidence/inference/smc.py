@@ -19,7 +19,8 @@ __all__ = ["init", "update"]
 
 
 def _exact_config(config):
-    return replace(config, control_variate=None)
+    # A baseline of the thesis: the annealing's estimate alone, no importance folds.
+    return replace(config, control_variate=None, fold_importance=False)
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
