@@ -80,7 +80,7 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         or with a bounded ``reservoir_size``) with its
         ``importance_log_evidence_std`` and ``importance_ess`` (as a
         fraction of its 64 draws; below 0.2 it is not used) and
-        ``importance_z`` (the annealing's log evidence minus it, in
+        ``importance_z`` (``log_evidence_`` at that point minus it, in
         combined standard deviations), and ``warnings``. A
         :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
         entries of ``warnings`` that say most particles diverged in one

@@ -158,7 +158,7 @@ class TrustDiagnosticsMixin:
         if diag["importance_ess"] >= IMPORTANCE_MIN_ESS and abs(z) > IMPORTANCE_Z:
             n = diag["posterior_gap_n_seen"]
             reasons.append(
-                f"after {n} observations the annealing's log evidence is {z:+.1f} combined "
+                f"after {n} observations the log evidence is {z:+.1f} combined "
                 "standard deviations from an importance-sampling estimate at the posterior "
                 f"mode ({diag['importance_log_evidence']:.6g} +- "
                 f"{diag['importance_log_evidence_std']:.2g}): the particles lag or miss "
