@@ -106,7 +106,13 @@ def test_particles_away_from_the_posterior_warn():
                                    random_state=0, engine_options={"exact_warmup": False})
     with pytest.warns(ConvergenceWarning, match="not reached the posterior"):
         reg.fit(X, y)
-    assert reg.diagnostics_["posterior_gap"] > 100
+    d = reg.diagnostics_
+    assert d["posterior_gap"] > 100
+    # The importance-sampling check is as good as on a healthy fit (0.15: five
+    # of its SDs, test_importance.py), and says so too: thousands of its std.
+    exact = reg._model.exact_log_evidence((torch.as_tensor(X), torch.as_tensor(y)))
+    assert abs(d["importance_log_evidence"] - exact) < 0.15 and d["importance_z"] < -100
+    assert any("from an importance-sampling estimate" in w for w in d["warnings"])
 
 
 def test_a_collapsed_cloud_warns_though_its_gap_is_small():

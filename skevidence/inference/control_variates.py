@@ -33,7 +33,7 @@ import torch
 
 from ..models.base import batch_size_of, row_blocks, take
 
-__all__ = ["ControlVariate", "full_gradient_sum"]
+__all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision"]
 
 # Most rows of past data per block when summing gradients over the whole
 # store at one or two references (more references: models.base.row_blocks).
@@ -55,10 +55,10 @@ NOISE_TARGET = 0.005
 
 def full_gradient_sum(model, theta, batch):
     """``sum_{y in batch} grad log p(y | theta)`` by blocks, ``[R, d]``."""
-    return _blockwise_sum(model.grad_log_likelihood, theta, batch)
+    return blockwise_sum(model.grad_log_likelihood, theta, batch)
 
 
-def _blockwise_sum(summed_over_batch, theta, batch):
+def blockwise_sum(summed_over_batch, theta, batch):
     """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None)."""
     n_points = theta.shape[0] if theta.dim() > 1 else 1  # (an anchor is one point, [d])
     blocks = [summed_over_batch(theta, block)
@@ -120,7 +120,7 @@ class ControlVariate:
     def _move_anchor(self, model, store, scale, n_seen, probes):
         """Anchor the linear term at the reference, and measure the noise of both orders."""
         self.anchor, self.n_at_anchor = self.theta_ref[0], n_seen
-        F = _blockwise_sum(model.fisher_information, self.anchor, store)
+        F = blockwise_sum(model.fisher_information, self.anchor, store)
         self.second_order = F is not None
         self.curvature = self.minibatch_size = None
         if F is None:
@@ -131,7 +131,7 @@ class ControlVariate:
         keep = noise.spread(second=True) * NOISE_CUT <= noise.spread(second=False)
         self.curvature = scale * F if keep else None
         self.minibatch_size = noise.minibatch_size(
-            keep, _posterior_precision(model, self.anchor, scale * F), n_seen)
+            keep, posterior_precision(model, self.anchor, scale * F), n_seen)
 
     def of_chunk(self, model, chunk):
         """The second-order control variate of the chunk's own gradient sum (None: first order).
@@ -231,7 +231,7 @@ def _row_noise(model, probes, ref, store):
     return _RowNoise(torch.stack(first), torch.stack(second), groups.shape[1])
 
 
-def _posterior_precision(model, theta, past_fisher):
+def posterior_precision(model, theta, past_fisher):
     """``prior precision + past_fisher`` at ``theta [d]`` (the prior's part where the model has one)."""
     prior = model.prior_precision(theta)
     return past_fisher if prior is None else past_fisher + prior

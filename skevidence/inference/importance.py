@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks
+from ..models.base import batch_size_of, row_blocks, take
+from .control_variates import blockwise_sum, posterior_precision
 
 __all__ = ["ImportanceEstimate", "importance_log_evidence"]
 
@@ -102,33 +103,19 @@ def _strided_rows(store, n_rows):
     n = batch_size_of(store)
     if n <= n_rows:
         return store
-    index = torch.arange(0, n, n // n_rows, device=store[0].device)
-    return tuple(t[index] for t in store)
+    return take(store, torch.arange(0, n, n // n_rows, device=store[0].device))
 
 
 def _curvature_factor(model, theta, rows, n_seen, dtype):
     """Cholesky factor of the posterior precision at ``theta``, the likelihood's part from
     ``rows`` scaled to ``n_seen`` observations (None: unavailable or not positive definite)."""
-    precision = _posterior_precision(model, theta.to(dtype), rows, n_seen / batch_size_of(rows))
-    if precision is None:
+    point = theta.to(dtype)
+    F = blockwise_sum(model.fisher_information, point, rows)
+    if F is None:
         return None
+    precision = posterior_precision(model, point, (n_seen / batch_size_of(rows)) * F)
     chol, info = torch.linalg.cholesky_ex(precision.to(torch.float64))
-    return chol if int(info) == 0 else None
-
-
-def _posterior_precision(model, theta, store, scale):
-    """Prior precision plus ``scale`` times the store's Fisher information at ``theta [d]``."""
-    prior = model.prior_precision(theta)
-    if prior is None:
-        return None
-    total = prior
-    # Blocks of at most 2^19 / d rows: the Fisher's per-row terms are d wide.
-    for block in row_blocks(store, theta.shape[0]):
-        F = model.fisher_information(theta, block)
-        if F is None:
-            return None
-        total = total + scale * F
-    return total if bool(torch.isfinite(total).all()) else None
+    return chol if int(info) == 0 and bool(torch.isfinite(chol).all()) else None
 
 
 def _newton(log_p_and_grad, theta, chol):
