@@ -102,6 +102,14 @@ class SGAISState:
     # debiased_log_evidence).
     log_evidence_var: float = 0.0
     weight_var: float = 0.0
+    # The importance-sampling folds' calibration of that variance
+    # (sgais.fold_in_importance): the variance just after the last fold, and,
+    # summed over the folds, the squared discrepancy between the two
+    # estimates beyond what their variances explain, and the annealing's own
+    # variance between folds (see variance_inflation).
+    fold_var: float = 0.0
+    fold_excess: float = 0.0
+    fold_nominal: float = 0.0
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
 
@@ -136,7 +144,24 @@ class SGAISState:
         """
         if self.island_starts.shape[0] > 1:
             return islands.log_evidence_std(self.log_W, self.island_starts)
-        return math.sqrt(self.log_evidence_var + segment_variance(self.log_W))
+        since_fold = self.log_evidence_var + segment_variance(self.log_W) - self.fold_var
+        return math.sqrt(self.fold_var + self.variance_inflation * max(since_fold, 0.0))
+
+    @property
+    def variance_inflation(self):
+        """Factor on the annealing's variance since the last importance-sampling fold.
+
+        At each fold the running estimate and the importance-sampling one
+        differ by an amount whose variance their error bars predict; where
+        the squared differences, summed over the folds, exceed that, the
+        excess is what the annealing's own variance missed (a cloud that
+        lags the posterior drifts low without showing it in its weights),
+        and its variance between folds is scaled up by the ratio. Never
+        below 1; 1 before the first fold.
+        """
+        if self.fold_nominal <= 0.0:
+            return 1.0
+        return 1.0 + max(self.fold_excess, 0.0) / self.fold_nominal
 
     @property
     def debiased_log_evidence(self):

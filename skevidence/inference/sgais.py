@@ -207,7 +207,11 @@ def fold_in_importance(model, state, config, n_before):
     estimate of :func:`importance.importance_log_evidence` (whose error does
     not grow with the data, unlike the annealing's) and the running one are
     averaged with inverse-variance weights, and the state's variance becomes
-    theirs. Later chunks add to the combination. The points are fixed
+    theirs. Later chunks add to the combination. Their difference also
+    calibrates the annealing's error bar (:attr:`SGAISState.variance_inflation`):
+    a cloud that lags the posterior drifts further than its weights say, and
+    its variance since the last fold is scaled by what the folds measured,
+    both here and in ``log_evidence_std_`` after them. The points are fixed
     positions of the stream, so a stream fed in several calls that end on
     the chunk grid gives the numbers of one call.
     """
@@ -224,14 +228,23 @@ def fold_in_importance(model, state, config, n_before):
     if estimate is None or estimate.ess < FOLD_MIN_ESS:
         return
     open_var = segment_variance(state.log_W)
-    running, var = state.debiased_log_evidence, state.log_evidence_var + open_var
-    var_is = max(estimate.std ** 2, 1e-12)
+    running, var_is = state.debiased_log_evidence, max(estimate.std ** 2, 1e-12)
+    # The annealing's variance since the last fold, as its weights report it,
+    # and the calibration of it by this fold's discrepancy (see
+    # SGAISState.variance_inflation): the last fold's variance, this one's and
+    # the annealing's explain the squared discrepancy on average.
+    nominal = max(state.log_evidence_var + open_var - state.fold_var, 0.0)
+    state.fold_excess += ((running - estimate.log_evidence) ** 2
+                          - state.fold_var - var_is - nominal)
+    state.fold_nominal += nominal
+    var = state.fold_var + state.variance_inflation * nominal
     combined = (running * var_is + estimate.log_evidence * var) / (var + var_is)
     combined_var = var * var_is / (var + var_is)
     # The open weight segment keeps its variance (it grows until the next
     # resampling closes it); the closed part takes the rest of the combination's.
     closed = max(combined_var - open_var, 0.0)
     state.log_evidence_var = state.weight_var = closed
+    state.fold_var = closed + open_var
     state.log_evidence = combined - 0.5 * (closed + open_var)
 
 

@@ -1,12 +1,14 @@
 """The importance-sampling check of the evidence at the posterior mode."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
 from skevidence import EvidenceGMM, EvidenceLinearRegression
 from skevidence.datasets import make_logistic_regression
+from skevidence.inference import sgais
 from skevidence.inference.importance import importance_log_evidence
 from skevidence.models import GaussianMixtureModel, LinearRegressionModel, LogisticRegressionModel
 from tests.conftest import paper_linear_data
@@ -127,3 +129,33 @@ def test_the_baselines_are_not_folded(method):
             for fold in (True, False)]
     assert fits[0].log_evidence_ == fits[1].log_evidence_
     assert fits[0].log_evidence_std_ == fits[1].log_evidence_std_
+
+
+def test_a_fold_that_disagrees_with_the_running_estimate_widens_the_error_bar():
+    # The state at 4000 rows, unfolded, then folded as the engine would at
+    # that point: once as it is and once with its estimate 2 nats high (about
+    # 4.5 of its std, 0.45), as a lagging cloud's drift would leave it.
+    X, y = paper_linear_data(4000, 5)
+    reg = _unknown_noise_fit(X, y, fold_importance=False)
+    config = replace(reg._config, fold_importance=True)
+    folded = {}
+    for offset in (0.0, 2.0):
+        state = sgais.successor(reg._state)
+        state.log_evidence += offset
+        sgais.fold_in_importance(reg._model, state, config, n_before=3999)
+        folded[offset] = state
+    calm, drifted = folded[0.0], folded[2.0]
+    # As it is (seed 0), the running estimate is 0.61 above the importance
+    # estimate, 1.6 of the 0.39 that the two variances explain: the factor is
+    # 0.61^2 / 0.154 (the annealing's variance) = 2.4. Shifted by 2 nats it is
+    # 2.61^2 / 0.154 = 44: the excess is what the annealing's error bar missed.
+    assert 1.0 <= calm.variance_inflation < 5 and drifted.variance_inflation > 30
+    # The combination then all but ignores the running estimate (its weight
+    # var_is / (var + var_is): 0.0013 / 6.8): 2 nats of offset move it by
+    # less than 0.01.
+    assert abs(drifted.debiased_log_evidence - calm.debiased_log_evidence) < 0.01
+    # Later annealing variance counts that many times over.
+    for state in (calm, drifted):
+        state.log_evidence_var += 0.04
+        assert state.log_evidence_std ** 2 == pytest.approx(
+            state.fold_var + 0.04 * state.variance_inflation)
