@@ -100,7 +100,6 @@ fixed priors (``mean_prior=0``, ``variance_scale=1``) are passed explicitly.
 
 import argparse
 import ast
-import itertools
 import math
 import time
 
@@ -221,16 +220,11 @@ def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
 
 
 def relabelling_maps(model):
-    """``[K!, d, d]``: ``theta @ maps[p]`` relabels the components by permutation ``p``.
-
-    Relabelling is linear in the unconstrained parameters (the additive
-    log-ratio logits are differences of log-weights), so each map is the
-    image of the identity.
-    """
-    eye = torch.eye(model.n_params, dtype=torch.float64)
-    log_w, means, variances = model.unpack(eye)
-    return torch.stack([model.pack(log_w[:, p].exp(), means[:, p], variances[:, p])
-                        for p in itertools.permutations(range(model.n_components))])
+    """``[K!, d, d]``: ``theta @ maps[p]`` relabels the components by permutation ``p``."""
+    maps = model.relabelling_maps()
+    if maps is None:
+        raise ValueError(f"no relabellings enumerated for {model.n_components} components")
+    return maps
 
 
 def laplace_t_mixture(modes, chols, log_mass, maps, nu):

@@ -186,9 +186,11 @@ default="covariance"
         less CPU to 1e5 observations and a tenth less to 1e6, with a
         smaller error bar that still covers the error (:doc:`/benchmarks`).
     fold_importance : bool, default=True
-        For models whose posterior has one mode and a curvature
-        (``Model.unimodal`` and ``Model.fisher_information``: linear and
-        logistic regression) and a store of every observation: each time
+        For models whose posterior has one mode, possibly up to
+        relabellings (``Model.unimodal`` or ``Model.relabelling_maps``:
+        linear and logistic regression, mixtures of up to 6 components,
+        where the particles show one mode) and a store of every
+        observation: each time
         the data seen double from ``4 * warmup_size`` on, combine the
         running log evidence with an importance-sampling estimate from a
         Student-t at the posterior mode (128 draws over the store),

@@ -11,11 +11,17 @@ nats (``benchmarks/bench_logistic_stream.py`` draws 4000 for its
 references, independently of this code). The annealing path's error
 instead accrues with every decade of data.
 
-It needs the curvature (``Model.fisher_information``, the exact negative
-Hessian of the logistic model, the expected one of linear regression) and
-a single mode: only models that declare one (``Model.unimodal``) are
-checked, since on a multimodal posterior one mode's estimate misses the
-others' mass while its weights look healthy.
+It applies where the posterior has a single mode (``Model.unimodal``) or a
+single mode up to relabellings of the parameters (``Model.relabelling_maps``:
+a mixture's components), whose copies the proposal then covers all
+alike. A model with several genuinely different modes (a mixture with more
+components than the data show) would have one mode's estimate miss the
+others' mass while its weights look healthy; that is seen in the particles,
+which then spread over more than the Gaussian at the mode holds, and no
+estimate is made (models that declare one mode are taken at their word).
+The curvature is the model's ``fisher_information`` where it has one (the
+exact negative Hessian of the logistic model, the expected one of linear
+regression), otherwise central differences of its gradient.
 """
 
 import math
@@ -23,10 +29,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks, take
+from ..models.base import batch_size_of, has_fisher_information, row_blocks, take
 from .control_variates import blockwise_sum, posterior_precision
 
-__all__ = ["ImportanceEstimate", "importance_log_evidence"]
+__all__ = ["ImportanceEstimate", "importance_log_evidence", "applies"]
 
 # Degrees of freedom of the proposal (as the references of bench_logistic_stream.py).
 NU = 8
@@ -44,6 +50,21 @@ SUM_ROWS = 4096
 # curvature again, at most MAX_CURVATURES times.
 MAX_CLIMB = 3.0
 MAX_CURVATURES = 8
+# Relative step of the central differences that give the curvature of models
+# without a Fisher information (in double precision: errors of about 1e-7).
+DIFFERENCE_STEP = 1e-5
+# The particles hold one mode where at most CLOUD_OUTSIDE of their weight lies
+# beyond the 1 - 1e-4 quantile of the squared Mahalanobis distance of posterior
+# draws (chi-square, d degrees of freedom) from the cloud's mean: a cloud split
+# between modes puts a whole group there; a healthy one about 1e-4 of its weight.
+CLOUD_OUTSIDE = 0.05
+_Z_1E4 = 3.719  # the standard normal's 1 - 1e-4 quantile
+
+
+def applies(model):
+    """Whether the estimate is defined for ``model``: a posterior with one mode,
+    possibly up to relabellings of its parameters."""
+    return bool(model.unimodal) or model.relabelling_maps() is not None
 
 
 @dataclass(frozen=True)
@@ -57,16 +78,21 @@ class ImportanceEstimate:
     ess: float
 
 
-def importance_log_evidence(model, start, store, n_draws, generator):
-    """Importance-sampling estimate of ``log p(store)`` from a t at the mode near ``start [d]``.
+def importance_log_evidence(model, particles, weights, store, n_draws, generator):
+    """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
-    ``store`` holds every observation seen. The climb to the mode runs in
-    its dtype (single precision is enough there, each block's sum added in
-    double), the draws' weights in double. Returns None where the
-    curvature is not available or not positive definite, or the log density
-    is not finite.
+    ``particles [M, d]`` with normalised ``weights [M]`` (one particle, weight
+    1, for a start point alone) give the start of the climb, their weighted
+    mean after relabelling each to the labelling nearest the heaviest
+    particle. ``store`` holds every observation seen. The climb runs in its
+    dtype (single precision is enough there, each block's sum added in
+    double), the draws' weights in double. Returns None where the curvature
+    is not available or not positive definite, the log density is not
+    finite, or (for a model not declared unimodal) the particles spread over
+    more than one mode.
     """
     dtype = next(t.dtype for t in store if t.is_floating_point())
+    maps = model.relabelling_maps(torch.float64, particles.device)
     # Blocks of SUM_ROWS, each summed in the store's dtype and added in double:
     # one single-precision sum over many rows would err by several posterior
     # standard deviations in the gradient at the mode, a difference of two large sums.
@@ -80,7 +106,9 @@ def importance_log_evidence(model, start, store, n_draws, generator):
             log_p, grad = log_p + log_lik.double(), grad + g.double()
         return log_p, grad
 
-    theta = start.to(torch.float64)
+    particles, weights = particles.to(torch.float64), weights.to(torch.float64)
+    aligned = _aligned(particles, particles[int(weights.argmax())], maps)
+    theta = weights @ aligned
     curvature_rows = _strided_rows(store, CURVATURE_ROWS)
     # The curvature at a start near the mode (the particles' mean) serves the
     # climb and the proposal; a climb that goes further takes it again where it
@@ -94,8 +122,40 @@ def importance_log_evidence(model, start, store, n_draws, generator):
         moved = float((chol.T @ (mode - theta)).square().sum()) ** 0.5
         theta = mode
         if converged and moved <= MAX_CLIMB:
-            return _sample(model, mode, chol, store, n_draws, generator)
+            # A declared single mode needs no evidence from the particles
+            # (which may lag or spread wide: what the estimate is there to check).
+            if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
+                return None
+            return _sample(model, mode, chol, maps, store, n_draws, generator)
     return None
+
+
+def _relabelled(particles, maps):
+    """``[M, P, d]``: every particle under every relabelling (``[M, 1, d]`` without maps)."""
+    if maps is None:
+        return particles[:, None]
+    return torch.einsum("md,pde->mpe", particles, maps)
+
+
+def _aligned(particles, reference, maps):
+    """Each particle relabelled to the labelling nearest ``reference`` (Euclidean)."""
+    relabelled = _relabelled(particles, maps)
+    nearest = (relabelled - reference).square().sum(-1).argmin(1)
+    return relabelled[torch.arange(particles.shape[0]), nearest]
+
+
+def _one_mode(aligned, weights, chol, maps):
+    """Whether the particles sit around one mode: at most CLOUD_OUTSIDE of their weight
+    further from their mean, in the metric of the posterior's curvature ``chol chol^T``
+    and in the relabelling that brings each nearest, than posterior draws go."""
+    d = chol.shape[0]
+    # Squared Mahalanobis distance ||L^T (theta - mean)||^2 = ||(theta - mean) L||^2.
+    centred = _relabelled(aligned, maps) - weights @ aligned
+    distance = (centred @ chol).square().sum(-1).amin(1)
+    # The chi-square's quantile (Wilson & Hilferty 1931): within 1% from d = 3 on.
+    c = 2.0 / (9.0 * d)
+    quantile = d * (1.0 - c + _Z_1E4 * math.sqrt(c)) ** 3
+    return float(weights[distance > quantile].sum()) <= CLOUD_OUTSIDE
 
 
 def _strided_rows(store, n_rows):
@@ -108,14 +168,31 @@ def _strided_rows(store, n_rows):
 
 def _curvature_factor(model, theta, rows, n_seen, dtype):
     """Cholesky factor of the posterior precision at ``theta``, the likelihood's part from
-    ``rows`` scaled to ``n_seen`` observations (None: unavailable or not positive definite)."""
-    point = theta.to(dtype)
-    F = blockwise_sum(model.fisher_information, point, rows)
-    if F is None:
-        return None
-    precision = posterior_precision(model, point, (n_seen / batch_size_of(rows)) * F)
+    ``rows`` scaled to ``n_seen`` observations (None: not positive definite)."""
+    scale = n_seen / batch_size_of(rows)
+    if has_fisher_information(model):
+        point = theta.to(dtype)
+        F = blockwise_sum(model.fisher_information, point, rows)
+        precision = posterior_precision(model, point, scale * F)
+    else:
+        precision = _differenced_precision(model, theta, rows, scale)
     chol, info = torch.linalg.cholesky_ex(precision.to(torch.float64))
     return chol if int(info) == 0 and bool(torch.isfinite(chol).all()) else None
+
+
+def _differenced_precision(model, theta, rows, scale):
+    """Negative Hessian of the log posterior at ``theta [d]`` by central differences of
+    its gradient (the likelihood's from ``rows`` times ``scale``), in double precision:
+    the 2 d displaced points go through the model as one batch of particles."""
+    d = theta.shape[0]
+    steps = DIFFERENCE_STEP * theta.abs().clamp_min(1.0)
+    points = torch.cat([theta + torch.diag(steps), theta - torch.diag(steps)])
+    rows = tuple(x.to(torch.float64) if x.is_floating_point() else x for x in rows)
+    grad = model.grad_log_prior(points).double()
+    for block in row_blocks(rows, 2 * d, SUM_ROWS):
+        grad = grad + scale * model.log_likelihood_and_grad(points, model.prepare_batch(block))[1]
+    hessian = (grad[:d] - grad[d:]) / (2.0 * steps[:, None])
+    return -0.5 * (hessian + hessian.T)
 
 
 def _newton(log_p_and_grad, theta, chol):
@@ -149,8 +226,14 @@ def _float64(log_p, grad):
     return float(log_p[0]), grad[0].to(torch.float64)
 
 
-def _sample(model, mode, chol, store, n_draws, generator):
-    """Draws from the t with scale matrix ``(chol chol^T)^-1`` at ``mode``, and their weights."""
+def _sample(model, mode, chol, maps, store, n_draws, generator):
+    """Draws from the t with scale matrix ``(chol chol^T)^-1`` at ``mode``, and their weights.
+
+    With relabellings the proposal density is the mean of the t's copies
+    under all of them; the draws come from the first copy alone, which
+    gives the same expectation since the weights' ratio of two
+    relabelling-invariant densities is invariant too.
+    """
     d = mode.shape[0]
     kw = dict(generator=generator, dtype=mode.dtype, device=mode.device)
     z = torch.randn(n_draws, d, **kw)
@@ -158,9 +241,7 @@ def _sample(model, mode, chol, store, n_draws, generator):
     t = z * (NU / chi2).sqrt()[:, None]
     # theta = mode + L^-T t has covariance (L L^T)^-1 times that of t.
     theta = mode + torch.linalg.solve_triangular(chol.T, t.T, upper=True).T
-    log_q = (math.lgamma((NU + d) / 2) - math.lgamma(NU / 2) - 0.5 * d * math.log(NU * math.pi)
-             + torch.log(torch.diagonal(chol)).sum()
-             - 0.5 * (NU + d) * torch.log1p(t.square().sum(1) / NU))
+    log_q = _log_t_density(theta, mode, chol, maps)
     # In double precision whatever the store's: in single, each draw's log
     # likelihood of 1e6 rows errs by about 0.3 nats (the rows' terms summed
     # block by block), and the estimate by a sizeable part of that.
@@ -176,3 +257,23 @@ def _sample(model, mode, chol, store, n_draws, generator):
     ess = 1.0 / float(w.square().sum())
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
     return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws)
+
+
+def _log_t_density(theta, mode, chol, maps):
+    """Log density ``[n]`` of the t at ``mode``, averaged over its relabelled copies.
+
+    A copy is the t pushed through ``theta -> theta @ maps[p]``: its density at
+    ``theta`` is the t's at ``theta @ maps[p]^-1`` over ``|det maps[p]|``.
+    """
+    d = mode.shape[0]
+    log_norm = (math.lgamma((NU + d) / 2) - math.lgamma(NU / 2) - 0.5 * d * math.log(NU * math.pi)
+                + torch.log(torch.diagonal(chol)).sum())
+    if maps is None:
+        back, log_dets = theta[:, None], theta.new_zeros(1)
+    else:
+        back = torch.einsum("nd,pde->npe", theta, torch.linalg.inv(maps))
+        log_dets = torch.linalg.slogdet(maps)[1]
+    # ||L^T (theta - mode)||^2, the t's squared radius.
+    radius = ((back - mode) @ chol).square().sum(-1)
+    log_t = log_norm - log_dets - 0.5 * (NU + d) * torch.log1p(radius / NU)
+    return torch.logsumexp(log_t, 1) - math.log(log_t.shape[1])

@@ -202,29 +202,31 @@ def fold_in_importance(model, state, config, n_before):
     """Combine the running log evidence with an importance-sampling estimate of it.
 
     Where ``config.fold_importance`` is on, the model's posterior has one
-    mode and a curvature, and the store holds every observation: each time
-    the data seen pass a point of ``FOLD_START * warmup_size * 2^k``, the
-    estimate of :func:`importance.importance_log_evidence` (whose error does
-    not grow with the data, unlike the annealing's) and the running one are
-    averaged with inverse-variance weights, and the state's variance becomes
+    mode (up to relabellings: :func:`importance.applies`) and the store
+    holds every observation: each time the data seen pass a point of
+    ``FOLD_START * warmup_size * 2^k``, the estimate of
+    :func:`importance.importance_log_evidence` (whose error does not grow
+    with the data, unlike the annealing's) and the running one are averaged
+    with inverse-variance weights, and the state's variance becomes
     theirs. Later chunks add to the combination. Their difference also
-    calibrates the annealing's error bar (:attr:`SGAISState.variance_inflation`):
-    a cloud that lags the posterior drifts further than its weights say, and
-    its variance since the last fold is scaled by what the folds measured,
-    both here and in ``log_evidence_std_`` after them. The points are fixed
-    positions of the stream, so a stream fed in several calls that end on
-    the chunk grid gives the numbers of one call.
+    calibrates the annealing's error bar
+    (:attr:`SGAISState.variance_inflation`): a cloud that lags the
+    posterior drifts further than its weights say, and its variance since
+    the last fold is scaled by what the folds measured, both here and in
+    ``log_evidence_std_`` after them. The points are fixed positions of
+    the stream, so a stream fed in several calls that end on the chunk
+    grid gives the numbers of one call.
     """
     if not _folds_between(n_before, state.n_seen, config):
         return
-    if not (config.fold_importance and model.unimodal and has_fisher_information(model)
+    if not (config.fold_importance and importance.applies(model)
             and state.reservoir.size == state.n_seen
             and (state.island_starts is None or state.island_starts.shape[0] == 1)):
         return
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     with torch.no_grad():
         estimate = importance.importance_log_evidence(
-            model, W @ state.theta, state.reservoir.data(), FOLD_DRAWS, state.generator)
+            model, state.theta, W, state.reservoir.data(), FOLD_DRAWS, state.generator)
     if estimate is None or estimate.ess < FOLD_MIN_ESS:
         return
     open_var = segment_variance(state.log_W)

@@ -91,10 +91,10 @@ class Model:
     unimodal : bool
         Whether the posterior has a single mode whatever the data (a
         log-concave likelihood and prior, or a conjugate model); ``False``
-        unless a subclass sets it. Where it holds and the model has a
-        :meth:`fisher_information` and a :meth:`prior_precision`, the
-        estimators cross-check the evidence by importance sampling at the
-        mode (``diagnostics_``); on a multimodal posterior that estimate
+        unless a subclass sets it. Where it holds, or the model has
+        :meth:`relabelling_maps`, the estimators cross-check the evidence
+        by importance sampling at the mode (``diagnostics_``) and fold that
+        estimate into it; on a posterior with several modes that estimate
         would miss the other modes' mass.
 
     See Also
@@ -304,6 +304,18 @@ class Model:
 
     def prior_precision(self, theta):
         """Negative Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``, or ``None``."""
+        return None
+
+    def relabelling_maps(self, dtype=torch.float64, device="cpu"):
+        """``[P, d, d]``: linear maps ``theta @ maps[p]`` that leave the posterior as it is, or None.
+
+        Optional. A model whose parameters can be relabelled without
+        changing the likelihood or the prior (a mixture's components) has as
+        many copies of each posterior mode; with the maps (the identity
+        among them) the importance-sampling estimate at one mode covers
+        them all, where the posterior has one mode up to them (checked on
+        the particles). ``None``, the default, means none.
+        """
         return None
 
     def exact_log_evidence(self, batch):

@@ -17,6 +17,7 @@ those maps the log-Jacobians are ``sum_k log w_k`` for the weights and
 both.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -28,6 +29,9 @@ from .base import Model, PreparedBatch
 __all__ = ["GaussianMixtureModel"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+# Most components whose relabellings (K! of them) the importance-sampling
+# estimate at the mode covers (inference/importance.py).
+MAX_RELABELLED = 6
 
 
 class GaussianMixtureModel(Model):
@@ -96,6 +100,21 @@ class GaussianMixtureModel(Model):
         log_w = torch.log(weights)
         logits = log_w[:, :-1] - log_w[:, -1:]
         return torch.cat([logits, means.reshape(M, -1), torch.log(variances).reshape(M, -1)], 1)
+
+    def relabelling_maps(self, dtype=torch.float64, device="cpu"):
+        """``[K!, d, d]``: ``theta @ maps[p]`` relabels the components by permutation ``p``.
+
+        Relabelling is linear in the unconstrained parameters (the additive
+        log-ratio logits are differences of log-weights), so each map is the
+        image of the identity. ``None`` past ``MAX_RELABELLED`` components
+        (8! maps would cost more than they save).
+        """
+        if self.n_components > MAX_RELABELLED:
+            return None
+        eye = torch.eye(self.n_params, dtype=dtype, device=device)
+        log_w, means, variances = self.unpack(eye)
+        return torch.stack([self.pack(log_w[:, p].exp(), means[:, p], variances[:, p])
+                            for p in itertools.permutations(range(self.n_components))])
 
     # -- prior -----------------------------------------------------------------------
 
