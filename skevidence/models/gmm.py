@@ -107,7 +107,7 @@ class GaussianMixtureModel(Model):
         Relabelling is linear in the unconstrained parameters (the additive
         log-ratio logits are differences of log-weights), so each map is the
         image of the identity. ``None`` past ``MAX_RELABELLED`` components
-        (8! maps would cost more than they save).
+        (7! = 5040 maps and more would cost more than they save).
         """
         if self.n_components > MAX_RELABELLED:
             return None
