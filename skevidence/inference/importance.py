@@ -31,6 +31,7 @@ import torch
 
 from ..models.base import batch_size_of, has_fisher_information, row_blocks, take
 from .control_variates import blockwise_sum, posterior_precision
+from .posterior_gap import log_posterior_and_grad
 
 __all__ = ["ImportanceEstimate", "importance_log_evidence", "applies"]
 
@@ -188,9 +189,7 @@ def _differenced_precision(model, theta, rows, scale):
     steps = DIFFERENCE_STEP * theta.abs().clamp_min(1.0)
     points = torch.cat([theta + torch.diag(steps), theta - torch.diag(steps)])
     rows = tuple(x.to(torch.float64) if x.is_floating_point() else x for x in rows)
-    grad = model.grad_log_prior(points).double()
-    for block in row_blocks(rows, 2 * d, SUM_ROWS):
-        grad = grad + scale * model.log_likelihood_and_grad(points, model.prepare_batch(block))[1]
+    _, grad = log_posterior_and_grad(model, points, row_blocks(rows, 2 * d, SUM_ROWS), scale)
     hessian = (grad[:d] - grad[d:]) / (2.0 * steps[:, None])
     return -0.5 * (hessian + hessian.T)
 

@@ -21,7 +21,7 @@ import torch
 from ..models.base import batch_size_of, row_blocks
 
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
-           "cloud_on_posterior"]
+           "cloud_on_posterior", "log_posterior_and_grad"]
 
 
 def gap_threshold(d, subsample_ratio=1.0):
@@ -40,7 +40,7 @@ def gap_threshold(d, subsample_ratio=1.0):
     return subsample_ratio * (d / 2 + 5 * math.sqrt(d / 2)) + 0.1 * d + 5
 
 
-def _log_posterior_and_grad(model, theta, blocks, scale):
+def log_posterior_and_grad(model, theta, blocks, scale):
     """Exact log posterior (up to the evidence) of ``theta [M, d]``, ``[M]``, and its gradient.
 
     From the model's ``log_likelihood_and_grad`` over the store's ``blocks``,
@@ -74,7 +74,7 @@ def cloud_on_posterior(model, theta, W, store, n_seen):
     live = W > 0
     theta = theta[live].detach()
     with torch.no_grad():
-        log_p, grad = _log_posterior_and_grad(model, theta, row_blocks(store, theta.shape[0]),
+        log_p, grad = log_posterior_and_grad(model, theta, row_blocks(store, theta.shape[0]),
                                               scale)
     return Cloud(theta, W[live], log_p, grad)
 
@@ -134,7 +134,7 @@ def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
 
     def objective(z):
         with torch.no_grad():
-            value, grad = _log_posterior_and_grad(model, (best + s * z)[None], blocks, scale)
+            value, grad = log_posterior_and_grad(model, (best + s * z)[None], blocks, scale)
         return float(value[0]), grad[0] * s
 
     start = float(log_p[k])
