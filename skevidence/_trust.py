@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .inference import importance, posterior_gap, sgais
+from .inference import importance, mode_search, posterior_gap, sgais
 
 __all__ = ["TrustDiagnosticsMixin"]
 
@@ -47,6 +47,12 @@ RELABELLED_MIN_ESS = 0.5
 # std is about 0.12 nats, below the annealing's from a few thousand observations
 # on, at a pass over the store for 64 particles.
 IMPORTANCE_DRAWS = 64
+# The mass of a mode that the search finds and the particles missed
+# (inference/mode_search.py) is in expectation at most the evidence, so it
+# exceeds it by MISSED_MODE_NATS with probability at most 1% (Markov's
+# inequality); the warning counts the excess above the annealing's estimate
+# plus twice its std, as the engine does before it moves the cloud there.
+MISSED_MODE_NATS = sgais.MISSED_MODE_NATS
 
 
 class TrustDiagnosticsMixin:
@@ -68,8 +74,18 @@ class TrustDiagnosticsMixin:
                                           cloud=cloud)
         spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
                                             cloud=cloud)
-        self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W))
+        self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W),
+                             self._missed_mode_check(W))
         return gap, spread
+
+    def _check_generator(self, offset):
+        """A generator of its own for a check, seeded from the engine's first seed and the
+        data seen: the engine's stream, and so a later partial_fit, stays as it was."""
+        state = self._state
+        generator = torch.Generator(device=state.theta.device)
+        generator.manual_seed((state.generator.initial_seed() + state.n_seen + offset)
+                              % (1 << 63))
+        return generator
 
     def _importance_check(self, W):
         """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
@@ -78,14 +94,26 @@ class TrustDiagnosticsMixin:
         state, model = self._state, self._model
         if not (importance.applies(model) and state.reservoir.size == state.n_seen > 0):
             return None
-        # Its own generator, seeded from the engine's first seed and the data seen:
-        # the engine's stream, and so a later partial_fit, stays as it was.
-        generator = torch.Generator(device=state.theta.device)
-        generator.manual_seed((state.generator.initial_seed() + state.n_seen) % (1 << 63))
         with torch.no_grad():
             estimate = importance.importance_log_evidence(
-                model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS, generator)
+                model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
+                self._check_generator(0))
         return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
+
+    def _missed_mode_check(self, W):
+        """``(estimate, annealing's log evidence, its std)``, the estimate from
+        :func:`mode_search.missed_mode` (None where the model offers no search,
+        the store is bounded, or the search found nothing above the particles)."""
+        state = self._state
+        if not state.reservoir.size == state.n_seen > 0:
+            return None
+        with torch.no_grad():
+            estimate = mode_search.missed_mode(self._model, state.theta, W,
+                                               state.reservoir.data(), IMPORTANCE_DRAWS,
+                                               self._check_generator(1))
+        if estimate is None:
+            return None
+        return estimate[0], float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _diagnostics(self):
         state = self._state
@@ -111,6 +139,7 @@ class TrustDiagnosticsMixin:
             "spread_ratio": float(spread),
             "spread_ratio_se": float(spread_se),
             **self._importance_entries(),
+            **self._missed_mode_entries(),
         }
 
     def _importance_entries(self):
@@ -126,6 +155,16 @@ class TrustDiagnosticsMixin:
                 "importance_ess": estimate.ess,
                 "importance_z": (annealed - estimate.log_evidence)
                 / math.hypot(std, estimate.std)}
+
+    def _missed_mode_entries(self):
+        """``missed_mode_log_evidence`` (the mass of a mode the search found above every
+        particle, NaN where none) and its excess over the log evidence plus twice its std."""
+        check = self._gap_checked[4]
+        if check is None:
+            return {"missed_mode_log_evidence": math.nan, "missed_mode_excess": math.nan}
+        estimate, annealed, std = check
+        return {"missed_mode_log_evidence": estimate.log_evidence,
+                "missed_mode_excess": estimate.log_evidence - annealed - 2.0 * std}
 
     def _untrustworthy_reasons(self, diag):
         M = self._state.theta.shape[0]
@@ -169,6 +208,14 @@ class TrustDiagnosticsMixin:
                 f"mode ({diag['importance_log_evidence']:.6g} +- "
                 f"{diag['importance_log_evidence_std']:.2g}): the particles lag or miss "
                 "the posterior (try more n_burnin or n_particles, or a smaller learning_rate)")
+        if diag["missed_mode_excess"] > MISSED_MODE_NATS:
+            reasons.append(
+                f"after {diag['posterior_gap_n_seen']} observations a search for other "
+                "posterior modes found one that no particle reached, whose mass alone gives "
+                f"a log evidence of about {diag['missed_mode_log_evidence']:.6g}, "
+                f"{diag['missed_mode_excess']:.3g} nats above the estimate plus twice its "
+                "std: the particles are trapped in a lesser mode and the evidence is too "
+                "low (try more n_particles, or compare random_state values)")
         return reasons
 
     def _long_chunk_record(self):

@@ -7,10 +7,13 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
+from skevidence import (EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression,
+                        _trust)
+from skevidence._trust import MISSED_MODE_NATS
 from skevidence.datasets import make_logistic_regression
 from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
 from skevidence.inference import sgais
+from skevidence.inference.importance import ImportanceEstimate
 from skevidence.model_selection import EvidenceSearch
 from skevidence.models import LinearRegressionModel
 from tests._standins import StandInClassifier
@@ -129,6 +132,24 @@ def test_a_collapsed_cloud_warns_though_its_gap_is_small():
     d = clf.diagnostics_
     assert d["spread_ratio"] < 0.4
     assert d["posterior_gap"] < 0.7 * d["posterior_gap_threshold"]  # the gap alone is silent
+
+
+def test_a_mode_the_particles_missed_warns(monkeypatch):
+    X = np.random.default_rng(0).normal([[-3.0, 0.0]] * 300 + [[3.0, 0.0]] * 300, 0.5)
+    gmm = EvidenceGMM(n_components=2, n_particles=64, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        gmm.fit(X)
+    # The search climbs to the particles' own mode: its mass is theirs.
+    assert abs(gmm.diagnostics_["missed_mode_excess"]) < MISSED_MODE_NATS
+    # The mass of a mode the particles never reached, above their estimate
+    # plus twice its std by more than the margin, is a warning.
+    found = ImportanceEstimate(gmm.log_evidence_ + 2 * gmm.log_evidence_std_ + 8.0, 0.1, 0.7)
+    monkeypatch.setattr(_trust.mode_search, "missed_mode", lambda *args: (found, None, None))
+    with pytest.warns(ConvergenceWarning, match="trapped in a lesser mode"):
+        gmm.fit(X)
+    assert gmm.diagnostics_["missed_mode_log_evidence"] == found.log_evidence
+    assert 7.9 < gmm.diagnostics_["missed_mode_excess"] < 8.1
 
 
 def test_a_long_chunk_warns_once_and_is_recorded_in_diagnostics():

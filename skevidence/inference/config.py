@@ -195,8 +195,13 @@ default="covariance"
         running log evidence with an importance-sampling estimate from a
         Student-t at the posterior mode (128 draws over the store),
         weighting each by its inverse variance, so that the error no
-        longer accrues with every decade of data (:ref:`trust`).
-        ``False`` keeps the annealing's estimate alone, as the baselines
+        longer accrues with every decade of data (:ref:`trust`). For
+        models with a mode search (``Model.mode_candidates``: the
+        mixtures), also search for modes the particles missed after the
+        first chunk and each time the data seen double, and move the
+        particles to one whose mass, by importance sampling, dwarfs
+        theirs (``sgais.move_to_missed_mode``). ``False`` keeps the
+        annealing's estimate and particles alone, as the baselines
         ``method="smc"`` and ``"ais"`` always do.
     """
 

@@ -33,7 +33,7 @@ from ..models.base import batch_size_of, has_fisher_information, row_blocks, tak
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
-__all__ = ["ImportanceEstimate", "importance_log_evidence", "applies"]
+__all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_at", "applies"]
 
 # Degrees of freedom of the proposal (as the references of bench_logistic_stream.py).
 NU = 8
@@ -94,6 +94,47 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     """
     dtype = next(t.dtype for t in store if t.is_floating_point())
     maps = model.relabelling_maps(torch.float64, particles.device)
+    particles, weights = particles.to(torch.float64), weights.to(torch.float64)
+    aligned = _aligned(particles, particles[int(weights.argmax())], maps)
+    climbed = _climb(model, weights @ aligned, store, dtype)
+    if climbed is None:
+        return None
+    mode, chol = climbed
+    # A declared single mode needs no evidence from the particles
+    # (which may lag or spread wide: what the estimate is there to check).
+    if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
+        return None
+    return _sample(model, mode, chol, maps, store, n_draws, generator)
+
+
+def _climb(model, theta, store, dtype):
+    """``(mode, chol)``: Newton from ``theta [d]`` to the mode, and the Cholesky factor of
+    the posterior precision there; None where the curvature is not positive definite or
+    the climb does not settle within MAX_CURVATURES curvatures."""
+    log_p_and_grad = _log_posterior(model, store, dtype)
+    curvature_rows = strided_rows(store, CURVATURE_ROWS)
+    # The curvature at a start near the mode (the particles' mean) serves the
+    # climb and the proposal; a climb that goes further takes it again where it
+    # arrived (each time from a strided subsample: d^2 per row).
+    for _ in range(MAX_CURVATURES):
+        chol = _curvature_factor(model, theta, curvature_rows, batch_size_of(store), dtype)
+        if chol is None and curvature_rows is not store:
+            # A mixture's small component (a few hundred of 1e5 rows) has a
+            # curvature that a subsample's noise can turn negative.
+            chol = _curvature_factor(model, theta, store, batch_size_of(store), dtype)
+        climb = None if chol is None else _newton(log_p_and_grad, theta, chol)
+        if climb is None:
+            return None
+        mode, converged = climb
+        moved = float((chol.T @ (mode - theta)).square().sum()) ** 0.5
+        theta = mode
+        if converged and moved <= MAX_CLIMB:
+            return mode, chol
+    return None
+
+
+def _log_posterior(model, store, dtype):
+    """``theta [d] -> (log p, grad)`` of the posterior on ``store``, in double precision."""
     # Blocks of SUM_ROWS, each summed in the store's dtype and added in double:
     # one single-precision sum over many rows would err by several posterior
     # standard deviations in the gradient at the mode, a difference of two large sums.
@@ -107,28 +148,35 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
             log_p, grad = log_p + log_lik.double(), grad + g.double()
         return log_p, grad
 
-    particles, weights = particles.to(torch.float64), weights.to(torch.float64)
-    aligned = _aligned(particles, particles[int(weights.argmax())], maps)
-    theta = weights @ aligned
-    curvature_rows = _strided_rows(store, CURVATURE_ROWS)
-    # The curvature at a start near the mode (the particles' mean) serves the
-    # climb and the proposal; a climb that goes further takes it again where it
-    # arrived (each time from a strided subsample: d^2 per row).
-    for _ in range(MAX_CURVATURES):
-        chol = _curvature_factor(model, theta, curvature_rows, batch_size_of(store), dtype)
-        climb = None if chol is None else _newton(log_p_and_grad, theta, chol)
-        if climb is None:
-            return None
-        mode, converged = climb
-        moved = float((chol.T @ (mode - theta)).square().sum()) ** 0.5
-        theta = mode
-        if converged and moved <= MAX_CLIMB:
-            # A declared single mode needs no evidence from the particles
-            # (which may lag or spread wide: what the estimate is there to check).
-            if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
-                return None
-            return _sample(model, mode, chol, maps, store, n_draws, generator)
-    return None
+    return log_p_and_grad
+
+
+def importance_at(model, point, store, n_draws, generator):
+    """``(estimate, draws [n_draws, d], log_weights [n_draws])`` from a t at ``point [d]``, or None.
+
+    The t sits at the mode that Newton's method climbs to from ``point``,
+    with the curvature there as its scale, or, where that climb fails (a
+    mixture's weakly determined small component), at ``point`` with the
+    curvature on every stored observation. No check that it holds the
+    posterior's only mode: the estimate is of the mass that the t covers
+    (with all its relabelled copies), in expectation at most the evidence,
+    and the weighted draws are a sample of the posterior restricted to it.
+    None where no curvature is positive definite or a weight is not finite.
+    """
+    dtype = next(t.dtype for t in store if t.is_floating_point())
+    point = point.to(torch.float64)
+    climbed = _climb(model, point, store, dtype)
+    if climbed is None:
+        chol = _curvature_factor(model, point, store, batch_size_of(store), dtype)
+        climbed = None if chol is None else (point, chol)
+    if climbed is None:
+        return None
+    point, chol = climbed
+    maps = model.relabelling_maps(torch.float64, point.device)
+    theta, log_w = _weighted_draws(model, point, chol, maps, store, n_draws, generator)
+    if not bool(torch.isfinite(log_w).all()):
+        return None
+    return _estimate(log_w), theta, log_w
 
 
 def _relabelled(particles, maps):
@@ -159,7 +207,7 @@ def _one_mode(aligned, weights, chol, maps):
     return float(weights[distance > quantile].sum()) <= CLOUD_OUTSIDE
 
 
-def _strided_rows(store, n_rows):
+def strided_rows(store, n_rows):
     """At most about ``n_rows`` rows of ``store``, evenly spaced (all of a smaller store)."""
     n = batch_size_of(store)
     if n <= n_rows:
@@ -226,7 +274,13 @@ def _float64(log_p, grad):
 
 
 def _sample(model, mode, chol, maps, store, n_draws, generator):
-    """Draws from the t with scale matrix ``(chol chol^T)^-1`` at ``mode``, and their weights.
+    """The estimate from :func:`_weighted_draws` (None where a weight is not finite)."""
+    _, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
+    return _estimate(log_w) if bool(torch.isfinite(log_w).all()) else None
+
+
+def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
+    """Draws from the t with scale matrix ``(chol chol^T)^-1`` at ``mode``, and their log weights.
 
     With relabellings the proposal density is the mean of the t's copies
     under all of them; the draws come from the first copy alone, which
@@ -248,9 +302,12 @@ def _sample(model, mode, chol, maps, store, n_draws, generator):
     for block in row_blocks(store, n_draws, SUM_ROWS):
         block = tuple(x.to(torch.float64) if x.is_floating_point() else x for x in block)
         log_p = log_p + model.log_likelihood_sum(theta, block)
-    log_w = log_p - log_q
-    if not bool(torch.isfinite(log_w).all()):
-        return None
+    return theta, log_p - log_q
+
+
+def _estimate(log_w):
+    """The :class:`ImportanceEstimate` of finite log weights ``[n]``."""
+    n_draws = log_w.shape[0]
     log_mean = float(torch.logsumexp(log_w, 0)) - math.log(n_draws)
     w = torch.softmax(log_w, 0)
     ess = 1.0 / float(w.square().sum())
@@ -267,12 +324,13 @@ def _log_t_density(theta, mode, chol, maps):
     d = mode.shape[0]
     log_norm = (math.lgamma((NU + d) / 2) - math.lgamma(NU / 2) - 0.5 * d * math.log(NU * math.pi)
                 + torch.log(torch.diagonal(chol)).sum())
+    # ||L^T (theta maps[p]^-1 - mode)||^2, the t's squared radius, with the map
+    # and L^T as one matrix per copy.
     if maps is None:
-        back, log_dets = theta[:, None], theta.new_zeros(1)
+        whitened, log_dets = (theta @ chol)[:, None], theta.new_zeros(1)
     else:
-        back = torch.einsum("nd,pde->npe", theta, torch.linalg.inv(maps))
+        whitened = torch.einsum("nd,pde->npe", theta, torch.linalg.inv(maps) @ chol)
         log_dets = torch.linalg.slogdet(maps)[1]
-    # ||L^T (theta - mode)||^2, the t's squared radius.
-    radius = ((back - mode) @ chol).square().sum(-1)
+    radius = (whitened - mode @ chol).square().sum(-1)
     log_t = log_norm - log_dets - 0.5 * (NU + d) * torch.log1p(radius / NU)
     return torch.logsumexp(log_t, 1) - math.log(log_t.shape[1])

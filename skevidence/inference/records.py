@@ -112,6 +112,9 @@ class SGAISState:
     fold_nominal: float = 0.0
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
+    # The data seen at the last search for modes the particles missed
+    # (sgais.move_to_missed_mode): it runs again once they have doubled.
+    searched_at: int = 0
 
     # Counters for the estimators' diagnostics_, summed over the chunks.
     @property

@@ -318,6 +318,18 @@ class Model:
         """
         return None
 
+    def mode_candidates(self, theta, rows, generator):
+        """``[C, d]``: points near posterior modes that the particles may have missed, or None.
+
+        Optional. For a model whose posterior can have modes far apart (a
+        mixture's configurations), a few points near modes found from
+        ``theta [d]`` (the heaviest particle), the stored observations
+        ``rows`` and the prior, by changes the particles' local moves
+        cannot make. The caller weighs the best against the particles
+        (``inference/mode_search.py``). ``None``, the default, means no search.
+        """
+        return None
+
     def exact_log_evidence(self, batch):
         """Closed-form log evidence of ``batch``, where one exists."""
         raise NotImplementedError(
