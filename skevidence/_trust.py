@@ -75,7 +75,7 @@ class TrustDiagnosticsMixin:
         spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
                                             cloud=cloud)
         self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W),
-                             self._missed_mode_check(W))
+                             self._missed_mode_check(W, cloud.log_p))
         return gap, spread
 
     def _check_generator(self, offset):
@@ -100,7 +100,7 @@ class TrustDiagnosticsMixin:
                 self._check_generator(0))
         return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
-    def _missed_mode_check(self, W):
+    def _missed_mode_check(self, W, live_log_p):
         """``(estimate, annealing's log evidence, its std)``, the estimate from
         :func:`mode_search.missed_mode` (None where the model offers no search,
         the store is bounded, or the search found nothing above the particles)."""
@@ -110,7 +110,7 @@ class TrustDiagnosticsMixin:
         with torch.no_grad():
             estimate = mode_search.missed_mode(self._model, state.theta, W,
                                                state.reservoir.data(), IMPORTANCE_DRAWS,
-                                               self._check_generator(1))
+                                               self._check_generator(1), live_log_p)
         if estimate is None:
             return None
         return estimate[0], float(state.debiased_log_evidence), float(state.log_evidence_std)

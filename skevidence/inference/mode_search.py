@@ -23,36 +23,54 @@ the estimators' checks repeat the search and warn (``_trust.py``).
 
 import torch
 
-from ..models.base import row_blocks
+from ..models.base import batch_size_of, row_blocks
 from .importance import importance_at
-from .posterior_gap import log_posterior_and_grad
 
 __all__ = ["missed_mode"]
 
+# Stores up to this many rows have every point of the search that beats the
+# particles weighed; larger ones the highest alone (a weighing is a curvature,
+# 2 d gradients, and the draws over the store: 3-4 CPU s at 5e5 rows).
+WEIGH_ALL_ROWS = 65536
 
-def missed_mode(model, theta, W, store, n_draws, generator):
-    """The most mass near a mode the search finds, or None: ``(estimate, draws, log_weights)``.
+
+def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None):
+    """The most mass near a mode the search finds: ``(estimate, draws, log_weights, point)``.
 
     ``theta [M, d]`` are the particles with normalised weights ``W [M]``;
     ``store`` every observation seen. Of the points the model's search
     returns, those that beat every particle's log posterior are weighed
-    (:func:`importance.importance_at`). None where the model offers no
-    search, where no point beats the particles (the cloud then holds at
-    least as high a mode), or where no estimate is defined.
+    (:func:`importance.importance_at`, from ``point``; past
+    ``WEIGH_ALL_ROWS`` stored rows the highest alone). None where the
+    model offers no search, where no point beats the particles (the cloud
+    then holds at least as high a mode), or where no estimate is defined.
+    ``live_log_p``, where already computed, is the log posterior of the
+    particles of positive weight on ``store``.
     """
     heaviest = theta[int(W.argmax())]
     candidates = model.mode_candidates(heaviest, store, generator)
     if candidates is None:
         return None
-    dtype = heaviest.dtype
-    points = torch.cat([theta[W > 0], candidates.to(dtype)])
-    with torch.no_grad():
-        log_p, _ = log_posterior_and_grad(model, points, row_blocks(store, points.shape[0]), 1.0)
+    if live_log_p is None:
+        live_log_p = _log_posterior(model, theta[W > 0], store)
+    log_p = torch.cat([live_log_p, _log_posterior(model, candidates.to(theta.dtype), store)])
     log_p = torch.where(torch.isfinite(log_p), log_p, torch.full_like(log_p, -torch.inf))
-    n_live = points.shape[0] - candidates.shape[0]
-    above = log_p[n_live:] > log_p[:n_live].max()
-    # The highest point need not have the most mass: each one above the cloud is weighed.
-    found = [importance_at(model, point, store, n_draws, generator)
+    n_live = live_log_p.shape[0]
+    above = (log_p[n_live:] > log_p[:n_live].max()).nonzero()[:, 0]
+    # The highest point need not have the most mass (digits at 1000 rows): each
+    # one above the cloud is weighed, the highest alone past WEIGH_ALL_ROWS rows.
+    above = above[log_p[n_live + above].argsort(descending=True)]
+    if batch_size_of(store) > WEIGH_ALL_ROWS:
+        above = above[:1]
+    found = [(importance_at(model, point, store, n_draws, generator), point)
              for point in candidates[above]]
-    found = [f for f in found if f is not None]
+    found = [(*f, point) for f, point in found if f is not None]
     return max(found, key=lambda f: f[0].log_evidence, default=None)
+
+
+def _log_posterior(model, points, store):
+    """Log posterior (up to the evidence) of ``points [P, d]`` on ``store``, ``[P]``."""
+    log_p = model.log_prior(points)
+    for block in row_blocks(store, points.shape[0]):
+        log_p = log_p + model.log_likelihood_sum(points, block)
+    return log_p

@@ -74,6 +74,11 @@ RESCUE_DRAWS = 512
 MAX_RESCUE_DRAWS = 1024
 RESCUE_ROW_DRAWS = 2**22
 MISSED_MODE_NATS = math.log(100.0)
+# The search weighs its points with SCREEN_DRAWS draws each (the log of a mean
+# of few weights errs low, rarely by more than a few nats), and draws anew
+# only where that comes within SCREEN_MARGIN nats of moving the cloud.
+SCREEN_DRAWS = 64
+SCREEN_MARGIN = 3.0
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
@@ -289,15 +294,15 @@ def move_to_missed_mode(model, state, config):
     generator = torch.Generator(device=state.theta.device)
     generator.manual_seed((state.generator.initial_seed() + state.n_seen + 2) % (1 << 63))
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-    n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
+    store = state.reservoir.data()
     with torch.no_grad():
-        found = mode_search.missed_mode(model, state.theta, W, state.reservoir.data(),
-                                        n_draws, generator)
-    if found is None:
-        return 0
-    excess = (found[0].log_evidence - state.debiased_log_evidence
-              - 2.0 * state.log_evidence_std)
-    if not excess > MISSED_MODE_NATS:
+        found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator)
+        bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
+        if found is None or not found[0].log_evidence > bar - SCREEN_MARGIN:
+            return 0
+        n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
+        found = importance.importance_at(model, found[3], store, n_draws, generator)
+    if found is None or not found[0].log_evidence > bar:
         return 0
     _restart_from_draws(model, state, *found, generator)
     return 1

@@ -139,7 +139,9 @@ class GaussianMixtureModel(Model):
         with a small weight and variance. The ``K * RELOCATIONS`` starts
         climb on a strided subsample of ``rows`` (its mode lies tens of
         nats below the full data's at 1e5 rows), the best ``REFINED`` of
-        them then on all of ``rows``. ``[REFINED, d]``.
+        them then on all of ``rows`` (the best alone past ``4 *
+        SEARCH_ROWS`` rows, where that EM costs most of the search).
+        ``[REFINED or 1, d]``.
         """
         X = rows[0].to(torch.float64)
         subsample = X[:: max(1, X.shape[0] // SEARCH_ROWS)]
@@ -164,7 +166,8 @@ class GaussianMixtureModel(Model):
         found = self._map_em(starts, subsample, EM_ITERATIONS)
         log_p = self.log_prior(found) + self.log_likelihood_sum(found, (subsample,))
         order = torch.nan_to_num(log_p, nan=-math.inf).argsort(descending=True)
-        return self._map_em(found[order[:REFINED]], X, REFINE_ITERATIONS)
+        n_refined = REFINED if X.shape[0] <= 4 * SEARCH_ROWS else 1
+        return self._map_em(found[order[:n_refined]], X, REFINE_ITERATIONS)
 
     def _map_em(self, theta, X, n_iterations):
         """``n_iterations`` of EM for the posterior mode in the unconstrained parameters.
