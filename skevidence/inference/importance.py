@@ -112,7 +112,7 @@ def _climb(model, theta, store, dtype):
     the posterior precision there; None where the curvature is not positive definite or
     the climb does not settle within MAX_CURVATURES curvatures."""
     log_p_and_grad = _log_posterior(model, store, dtype)
-    curvature_rows = strided_rows(store, CURVATURE_ROWS)
+    curvature_rows = _strided_rows(store, CURVATURE_ROWS)
     # The curvature at a start near the mode (the particles' mean) serves the
     # climb and the proposal; a climb that goes further takes it again where it
     # arrived (each time from a strided subsample: d^2 per row).
@@ -205,7 +205,7 @@ def _one_mode(aligned, weights, chol, maps):
     return float(weights[distance > quantile].sum()) <= CLOUD_OUTSIDE
 
 
-def strided_rows(store, n_rows):
+def _strided_rows(store, n_rows):
     """At most about ``n_rows`` rows of ``store``, evenly spaced (all of a smaller store)."""
     n = batch_size_of(store)
     if n <= n_rows:
