@@ -78,15 +78,6 @@ class TrustDiagnosticsMixin:
                              self._missed_mode_check(W, cloud.log_p))
         return gap, spread
 
-    def _check_generator(self, offset):
-        """A generator of its own for a check, seeded from the engine's first seed and the
-        data seen: the engine's stream, and so a later partial_fit, stays as it was."""
-        state = self._state
-        generator = torch.Generator(device=state.theta.device)
-        generator.manual_seed((state.generator.initial_seed() + state.n_seen + offset)
-                              % (1 << 63))
-        return generator
-
     def _importance_check(self, W):
         """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
         estimate from :func:`importance.importance_log_evidence` (None where it
@@ -97,7 +88,7 @@ class TrustDiagnosticsMixin:
         with torch.no_grad():
             estimate = importance.importance_log_evidence(
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
-                self._check_generator(0))
+                self._state.side_generator(0))
         return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _missed_mode_check(self, W, live_log_p):
@@ -110,7 +101,7 @@ class TrustDiagnosticsMixin:
         with torch.no_grad():
             estimate = mode_search.missed_mode(self._model, state.theta, W,
                                                state.reservoir.data(), IMPORTANCE_DRAWS,
-                                               self._check_generator(1), live_log_p)
+                                               self._state.side_generator(1), live_log_p)
         if estimate is None:
             return None
         return estimate[0], float(state.debiased_log_evidence), float(state.log_evidence_std)

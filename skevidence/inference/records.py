@@ -116,6 +116,14 @@ class SGAISState:
     # (sgais.move_to_missed_mode): it runs again once they have doubled.
     searched_at: int = 0
 
+    def side_generator(self, offset):
+        """A generator of its own for a check or search, seeded from the engine's first
+        seed, the data seen and ``offset``: the engine's stream stays as it was."""
+        generator = torch.Generator(device=self.theta.device)
+        generator.manual_seed((self.generator.initial_seed() + self.n_seen + offset)
+                              % (1 << 63))
+        return generator
+
     # Counters for the estimators' diagnostics_, summed over the chunks.
     @property
     def n_diverged(self):

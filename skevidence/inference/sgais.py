@@ -291,8 +291,7 @@ def move_to_missed_mode(model, state, config):
             and state.reservoir.size == state.n_seen and state.island_starts.shape[0] == 1):
         return 0
     state.searched_at = state.n_seen
-    generator = torch.Generator(device=state.theta.device)
-    generator.manual_seed((state.generator.initial_seed() + state.n_seen + 2) % (1 << 63))
+    generator = state.side_generator(2)  # 0 and 1: the estimators' checks
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     store = state.reservoir.data()
     with torch.no_grad():
