@@ -17,6 +17,7 @@ Two parts, both on whatever machine runs the script:
     python benchmarks/bench_gpu.py --smoke
     python benchmarks/bench_gpu.py --models logistic --logistic-n 10000 --particles 1024 4096
     python benchmarks/bench_gpu.py --device cpu --smoke      # the script itself, no GPU
+    python benchmarks/bench_gpu.py --smoke --only gmm search # some of the smoke cases
 
 The references were computed on the CPU (float64); the device runs see the
 same data.
@@ -141,10 +142,12 @@ def smoke_cases(device, dtype):
     return cases
 
 
-def run_smoke(device, dtypes):
+def run_smoke(device, dtypes, only=None):
     failures = 0
     for dtype in dtypes:
         for name, case in smoke_cases(device, dtype):
+            if only and not any(word in name for word in only):
+                continue
             start = time.perf_counter()
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -210,6 +213,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--smoke", action="store_true", help="the smoke cases, not the table")
+    parser.add_argument("--only", nargs="+", help="the smoke cases whose names hold one of these")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--models", nargs="+", default=["logistic", "gmm"],
                         choices=["logistic", "gmm"])
@@ -225,7 +229,7 @@ def main():
         print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
               f"{os.cpu_count()} CPU cores, {torch.get_num_threads()} torch threads", flush=True)
     if args.smoke:
-        sys.exit(1 if run_smoke(args.device, args.dtypes) else 0)
+        sys.exit(1 if run_smoke(args.device, args.dtypes, args.only) else 0)
     run_table(args)
 
 

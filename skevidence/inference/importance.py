@@ -188,7 +188,7 @@ def _aligned(particles, reference, maps):
     """Each particle relabelled to the labelling nearest ``reference`` (Euclidean)."""
     relabelled = _relabelled(particles, maps)
     nearest = (relabelled - reference).square().sum(-1).argmin(1)
-    return relabelled[torch.arange(particles.shape[0]), nearest]
+    return relabelled[torch.arange(particles.shape[0], device=nearest.device), nearest]
 
 
 def _one_mode(aligned, weights, chol, maps):

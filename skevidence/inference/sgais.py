@@ -311,7 +311,7 @@ def _restart_from_draws(model, state, estimate, draws, log_w, generator):
     """The particles resampled from importance ``draws`` with ``log_w``, and the running
     estimate theirs (its variance as one closed weight segment)."""
     M = state.theta.shape[0]
-    u = float(torch.rand(1, generator=generator, dtype=torch.float64))
+    u = float(torch.rand(1, generator=generator, dtype=torch.float64, device=draws.device))
     index = systematic_resample(log_w.cpu().numpy(), u, M)
     state.theta = draws[torch.as_tensor(index, device=draws.device)].to(state.theta.dtype)
     state.log_W = np.full(M, -math.log(M))

@@ -149,7 +149,8 @@ class GaussianMixtureModel(Model):
         K, D, L = self.n_components, self.n_features, RELOCATIONS
         log_w, means, variances = self.unpack(theta)
         log_density = torch.logsumexp(self._log_joint(theta, subsample), dim=1)[0]
-        uniform = torch.randint(subsample.shape[0], (L - L // 2,), generator=generator)
+        uniform = torch.randint(subsample.shape[0], (L - L // 2,), generator=generator,
+                                device=X.device)
         badly_explained = torch.multinomial(torch.softmax(-log_density, 0), L // 2,
                                             replacement=True, generator=generator)
         locations = subsample[torch.cat([uniform, badly_explained])]  # [L, D]
