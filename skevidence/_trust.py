@@ -98,13 +98,18 @@ class TrustDiagnosticsMixin:
         state = self._state
         if not state.reservoir.size == state.n_seen > 0:
             return None
-        with torch.no_grad():
-            estimate = mode_search.missed_mode(self._model, state.theta, W,
-                                               state.reservoir.data(), IMPORTANCE_DRAWS,
-                                               self._state.side_generator(1), live_log_p)
+        engine_search = getattr(state, "search_found", None)
+        if engine_search is not None and engine_search[0] == state.n_seen:
+            estimate = engine_search[1]  # the engine searched here (and moved if it won)
+        else:
+            with torch.no_grad():
+                found = mode_search.missed_mode(self._model, state.theta, W,
+                                                state.reservoir.data(), IMPORTANCE_DRAWS,
+                                                self._state.side_generator(1), live_log_p)
+            estimate = None if found is None else found[0]
         if estimate is None:
             return None
-        return estimate[0], float(state.debiased_log_evidence), float(state.log_evidence_std)
+        return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _diagnostics(self):
         state = self._state

@@ -141,13 +141,18 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
         warnings.simplefilter("error", ConvergenceWarning)
         gmm.fit(X)
     # The search climbs to the particles' own mode: its mass is theirs.
+    # (The engine searched at the end of the fit; the check reports that search.)
     assert abs(gmm.diagnostics_["missed_mode_excess"]) < MISSED_MODE_NATS
+    assert gmm._state.search_found[0] == X.shape[0]
     # The mass of a mode the particles never reached, above their estimate
-    # plus twice its std by more than the margin, is a warning.
+    # plus twice its std by more than the margin, is a warning. (The engine,
+    # which would move there, does not search without fold_importance.)
+    gmm.set_params(engine_options={"fold_importance": False})
     found = ImportanceEstimate(gmm.log_evidence_ + 2 * gmm.log_evidence_std_ + 8.0, 0.1, 0.7)
     monkeypatch.setattr(_trust.mode_search, "missed_mode", lambda *args: (found, None, None))
     with pytest.warns(ConvergenceWarning, match="trapped in a lesser mode"):
         gmm.fit(X)
+    assert gmm._state.search_found is None
     assert gmm.diagnostics_["missed_mode_log_evidence"] == found.log_evidence
     assert 7.9 < gmm.diagnostics_["missed_mode_excess"] < 8.1
 

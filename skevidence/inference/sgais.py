@@ -115,9 +115,11 @@ def update(model, state, config, batch, move=None, callback=None):
     state = successor(state)
     move = sghmc_move if move is None else move
     start, longest = 0, (0, 0, 0)
-    for end in chunk_ends(state.n_seen, batch_size_of(batch), config):
+    ends = chunk_ends(state.n_seen, batch_size_of(batch), config)
+    for end in ends:
         chunk = tuple(t[start:end] for t in batch)
-        info = _condition_on_chunk(model, state, config, chunk, move, callback)
+        info = _condition_on_chunk(model, state, config, chunk, move, callback,
+                                   ends_update=end == ends[-1])
         state.trace.append(info)
         longest = max(longest, (info.n_annealing_steps, state.n_seen - (end - start),
                                 end - start))
@@ -173,8 +175,9 @@ def _first_boundary_after(n_seen, config):
     return position
 
 
-def _condition_on_chunk(model, state, config, chunk, move, callback):
-    """Anneal the particles from the posterior without ``chunk`` to the one with it."""
+def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update=False):
+    """Anneal the particles from the posterior without ``chunk`` to the one with it
+    (``ends_update``: the update's last chunk)."""
     refresh_reference(model, state, config)
     lam, tally = 0.0, ChunkTally(n_particles=state.theta.shape[0])
     var_before = variance_so_far(state)
@@ -213,7 +216,8 @@ def _condition_on_chunk(model, state, config, chunk, move, callback):
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
     fold_in_importance(model, state, config, state.n_seen - batch_size_of(chunk))
-    tally.n_resamplings += move_to_missed_mode(model, state, config)
+    if _missed_mode_search_due(state, ends_update):
+        tally.n_resamplings += move_to_missed_mode(model, state, config)
     return _chunk_info(state, tally)
 
 
@@ -269,12 +273,24 @@ def fold_in_importance(model, state, config, n_before):
     state.log_evidence = combined - 0.5 * (closed + open_var)
 
 
+def _missed_mode_search_due(state, ends_update):
+    """After a chunk once the data seen have doubled since the last such search
+    (fixed points of the chunk grid); at the end of an update once they have
+    doubled since the last update that ended with one: the estimators' checks
+    look for missed modes there, and report this search instead, so that the
+    run moves to what they would find rather than warn."""
+    due = state.n_seen >= 2 * state.searched_at
+    if due:
+        state.searched_at = state.n_seen
+    if ends_update and state.n_seen >= 2 * state.ended_search_at:
+        state.ended_search_at, due = state.n_seen, True
+    return due
+
+
 def move_to_missed_mode(model, state, config):
     """Move the cloud to a mode that it missed and whose mass dwarfs its own.
 
-    After the first chunk and each time the data seen have doubled since
-    (fixed points of the chunk grid, so a stream fed in several calls is
-    searched where one call is), for a model with a mode search
+    Where :func:`_missed_mode_search_due`, for a model with a mode search
     (``Model.mode_candidates``; :mod:`.mode_search`): where the best
     mode found beats every particle and its mass, by importance sampling,
     exceeds the running evidence plus twice its std by more than
@@ -287,20 +303,19 @@ def move_to_missed_mode(model, state, config):
     come from a generator of their own (seeded from the engine's first
     seed and the data seen), so a run that never moves keeps its numbers.
     """
-    if not (state.n_seen >= 2 * state.searched_at and config.fold_importance
-            and state.reservoir.size == state.n_seen and state.island_starts.shape[0] == 1):
+    if not (config.fold_importance and state.reservoir.size == state.n_seen
+            and state.island_starts.shape[0] == 1):
         return 0
-    state.searched_at = state.n_seen
     generator = state.side_generator(2)  # 0 and 1: the estimators' checks
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     store = state.reservoir.data()
     with torch.no_grad():
         found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator)
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
-        if found is None or not found[0].log_evidence > bar - SCREEN_MARGIN:
-            return 0
-        n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
-        found = importance.importance_at(model, found[3], store, n_draws, generator)
+        if found is not None and found[0].log_evidence > bar - SCREEN_MARGIN:
+            n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
+            found = importance.importance_at(model, found[3], store, n_draws, generator)
+    state.search_found = (state.n_seen, None if found is None else found[0])
     if found is None or not found[0].log_evidence > bar:
         return 0
     _restart_from_draws(model, state, *found, generator)
