@@ -291,10 +291,10 @@ def per_chunk(profile, condition, time_cap):
     """``_condition_on_chunk`` that appends one record per chunk to ``profile.chunks``."""
     start_all = time.perf_counter()
 
-    def conditioned(model, state, config, chunk, move, callback=None):
+    def conditioned(model, state, config, chunk, move, callback=None, **kwargs):
         profile.reset_chunk()
         n_before, wall, cpu = state.n_seen, time.perf_counter(), time.process_time()
-        info = condition(model, state, config, chunk, move, callback)
+        info = condition(model, state, config, chunk, move, callback, **kwargs)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         c = profile.counts
         profile.chunks.append({

@@ -278,7 +278,7 @@ def _missed_mode_search_due(state, ends_update):
     (fixed points of the chunk grid); at the end of an update once they have
     doubled since the last update that ended with one: the estimators' checks
     look for missed modes there, and report this search instead, so that the
-    run moves to what they would find rather than warn."""
+    run moves to what they would find rather than warn. Marks it done."""
     due = state.n_seen >= 2 * state.searched_at
     if due:
         state.searched_at = state.n_seen
