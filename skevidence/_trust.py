@@ -88,7 +88,7 @@ class TrustDiagnosticsMixin:
         with torch.no_grad():
             estimate = importance.importance_log_evidence(
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
-                self._state.side_generator(0))
+                state.side_generator(0))
         return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _missed_mode_check(self, W, live_log_p):
@@ -105,7 +105,7 @@ class TrustDiagnosticsMixin:
             with torch.no_grad():
                 found = mode_search.missed_mode(self._model, state.theta, W,
                                                 state.reservoir.data(), IMPORTANCE_DRAWS,
-                                                self._state.side_generator(1), live_log_p)
+                                                state.side_generator(1), live_log_p)
             estimate = None if found is None else found[0]
         if estimate is None:
             return None

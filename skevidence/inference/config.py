@@ -198,9 +198,9 @@ default="covariance"
         longer accrues with every decade of data (:ref:`trust`). For
         models with a mode search (``Model.mode_candidates``: the
         mixtures), also search for modes the particles missed after the
-        first chunk and each time the data seen double, and move the
-        particles to one whose mass, by importance sampling, dwarfs
-        theirs (``sgais.move_to_missed_mode``). ``False`` keeps the
+        first chunk, each time the data seen double and at the end of a
+        fit, and move the particles to one whose mass, by importance
+        sampling, dwarfs theirs (``sgais.move_to_missed_mode``). ``False`` keeps the
         annealing's estimate and particles alone, as the baselines
         ``method="smc"`` and ``"ais"`` always do.
     """
