@@ -5,7 +5,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
 from skevidence import (EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression,
                         _trust)
@@ -92,6 +94,7 @@ def test_healthy_fits_do_not_warn_and_report_diagnostics():
         assert d["ess"] > 0.3 * est.n_particles
         assert d["n_annealing_steps"].shape == est.evidence_trace_["n_seen"].shape
         assert d["log_evidence_std"] == est.log_evidence_std_
+    assert gmm.diagnostics_["spare_weight"] == 0.0
     assert 0.5 < reg.diagnostics_["adjusted_acceptance"] <= 1.0  # adapted toward 0.8
     # The linear posterior is Gaussian: the gap is chi^2_6 / 2 averaged over
     # the particles, 3 +- 1.7 for one draw.
@@ -155,6 +158,21 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
     assert gmm._state.search_found is None
     assert gmm.diagnostics_["missed_mode_log_evidence"] == found.log_evidence
     assert 7.9 < gmm.diagnostics_["missed_mode_excess"] < 8.1
+
+
+def test_components_the_data_do_not_use_warn():
+    # Standardised iris with the paper's priors (mean 0, variance scale 1):
+    # with five components nearly every particle has one that explains no
+    # flower (spare weight 0.96-1.00 over seeds), and the evidence spreads
+    # over sampler seeds twice its reported std (0.62 against 0.31, 8 seeds);
+    # with three, no particle has one (the healthy-fit test covers silence).
+    X = StandardScaler().fit_transform(load_iris().data)
+    gmm = EvidenceGMM(n_components=5, mean_prior=0.0, variance_scale=1.0, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="explains less than one observation"):
+        gmm.fit(X)
+    assert gmm.diagnostics_["spare_weight"] > 0.9
+    assert np.isnan(EvidenceLinearRegression(**CHEAP).fit(*paper_linear_data(200, 0))
+                    .diagnostics_["spare_weight"])
 
 
 def test_a_long_chunk_warns_once_and_is_recorded_in_diagnostics():

@@ -318,6 +318,20 @@ class Model:
         """
         return None
 
+    def spare_weight(self, theta, weights, store):
+        """The particles' weight on parameters that no observation pins down, or None.
+
+        Optional. Where a part of the model can explain none of the data (a
+        mixture's component that no observation belongs to), its posterior
+        is the prior's, and the posterior sums over many arrangements of such
+        parts whose masses the particles weigh by their numbers: the
+        evidence's error bar then understates its spread over sampler seeds
+        (``_trust.py`` warns). ``theta [M, d]`` with normalised ``weights
+        [M]``, ``store`` the stored observations. ``None``, the default,
+        means the model has no such parts.
+        """
+        return None
+
     def mode_candidates(self, theta, rows, generator):
         """``[C, d]``: points near posterior modes that the particles may have missed, or None.
 

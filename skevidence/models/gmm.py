@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
-from .base import Model, PreparedBatch
+from .base import Model, PreparedBatch, row_blocks
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -320,6 +320,13 @@ class GaussianMixtureModel(Model):
     def responsibilities(self, theta, X):
         """Posterior component probabilities of every datum, ``[M, B, K]``."""
         return torch.softmax(self._log_joint(theta, X), dim=1).transpose(1, 2)
+
+    def spare_weight(self, theta, weights, store):
+        """The weight of the particles with a component that explains less than one
+        stored observation (the sum of its responsibilities), ``float``."""
+        counts = sum(self.responsibilities(theta, block[0].to(theta.dtype)).sum(1)
+                     for block in row_blocks(store, theta.shape[0]))
+        return float(weights[counts.amin(1) < 1.0].sum())
 
     def grad_log_likelihood(self, theta, batch):
         """Responsibility-weighted sums of the per-component gradients.

@@ -151,3 +151,13 @@ def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
     for a, b in zip(model.log_likelihood_and_grad(theta, (X,)),
                     model.log_likelihood_and_grad(theta, model.prepare_batch((X,)))):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-10)
+
+
+def test_spare_weight_is_the_weight_of_particles_with_an_unused_component():
+    X = torch.as_tensor(gaussian_blobs(200, [[-3.0], [3.0]], [[0.5], [0.5]], [0.5, 0.5], 0))
+    model = GaussianMixtureModel(1, n_components=3)
+    means = torch.tensor([[[-3.0], [3.0], [3.0]], [[-3.0], [3.0], [40.0]], [[-3.0], [3.0], [40.0]]])
+    theta = model.pack(torch.full((3, 3), 1 / 3), means, torch.ones(3, 3, 1)).to(torch.float64)
+    weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    assert model.spare_weight(theta, weights, (X,)) == pytest.approx(0.5)
+    assert Model.spare_weight(model, theta, weights, (X,)) is None  # the contract's default
