@@ -87,8 +87,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         data found above every particle; NaN where it found none) with
         ``missed_mode_excess`` (it minus ``log_evidence_`` plus twice its
         std), ``spare_weight`` (for :class:`~skevidence.EvidenceGMM`: the
-        particles' weight where a component explains less than one
-        observation; NaN for the other models), and ``warnings``. A
+        particles' weight where a component explains less than a tenth
+        of an observation; NaN for the other models), and ``warnings``. A
         :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
         entries of ``warnings`` that say most particles diverged in one
         move, the ESS collapsed, the gap exceeds its threshold, the
@@ -96,7 +96,7 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         is beyond 4 in size (the particles lag or miss the posterior), or
         ``missed_mode_excess`` exceeds ``log(100)`` (the particles are
         trapped in a lesser mode: the evidence is too low), or
-        ``spare_weight`` exceeds 0.2 (more components than the data
+        ``spare_weight`` exceeds 0.1 (more components than the data
         support: the error bar understates the spread over seeds); a chunk that
         needed more annealing steps than the ``annealing_steps_warning``
         entry of ``engine_options`` (250 by default) is listed there too,

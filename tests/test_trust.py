@@ -163,14 +163,14 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
 def test_components_the_data_do_not_use_warn():
     # Standardised iris with the paper's priors (mean 0, variance scale 1):
     # with five components nearly every particle has one that explains no
-    # flower (spare weight 0.96-1.00 over seeds), and the evidence spreads
+    # flower (spare weight 0.92-0.98 over seeds 0-7), and the evidence spreads
     # over sampler seeds twice its reported std (0.62 against 0.31, 8 seeds);
     # with three, no particle has one (the healthy-fit test covers silence).
     X = StandardScaler().fit_transform(load_iris().data)
     gmm = EvidenceGMM(n_components=5, mean_prior=0.0, variance_scale=1.0, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="explains less than one observation"):
+    with pytest.warns(ConvergenceWarning, match="explains none of the data"):
         gmm.fit(X)
-    assert gmm.diagnostics_["spare_weight"] > 0.9
+    assert gmm.diagnostics_["spare_weight"] > 0.8
     assert np.isnan(EvidenceLinearRegression(**CHEAP).fit(*paper_linear_data(200, 0))
                     .diagnostics_["spare_weight"])
 
