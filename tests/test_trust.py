@@ -165,7 +165,7 @@ def test_components_the_data_do_not_use_warn():
     # with five components nearly every particle has one that explains no
     # flower (spare weight 0.92-0.98 over seeds 0-7), and the evidence spreads
     # over sampler seeds twice its reported std (0.62 against 0.31, 8 seeds);
-    # with three, no particle has one (the healthy-fit test covers silence).
+    # with three, none has (measured; the healthy-fit test checks 0 on one).
     X = StandardScaler().fit_transform(load_iris().data)
     gmm = EvidenceGMM(n_components=5, mean_prior=0.0, variance_scale=1.0, random_state=0)
     with pytest.warns(ConvergenceWarning, match="explains none of the data"):
