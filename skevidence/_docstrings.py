@@ -88,7 +88,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         ``missed_mode_excess`` (it minus ``log_evidence_`` plus twice its
         std), ``spare_weight`` (for :class:`~skevidence.EvidenceGMM`: the
         particles' weight where a component explains less than a tenth
-        of an observation; NaN for the other models), and ``warnings``. A
+        of an observation; NaN for the other models or with a bounded
+        ``reservoir_size``), and ``warnings``. A
         :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the
         entries of ``warnings`` that say most particles diverged in one
         move, the ESS collapsed, the gap exceeds its threshold, the

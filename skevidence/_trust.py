@@ -84,8 +84,10 @@ class TrustDiagnosticsMixin:
                                           cloud=cloud)
         spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
                                             cloud=cloud)
-        with torch.no_grad():
-            spare = self._model.spare_weight(state.theta, W, store)
+        spare = None
+        if state.reservoir.size == state.n_seen:  # counts on a sample would miss rare parts
+            with torch.no_grad():
+                spare = self._model.spare_weight(state.theta, W, store)
         self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W),
                              self._missed_mode_check(W, cloud.log_p), spare)
         return gap, spread

@@ -173,6 +173,11 @@ def test_components_the_data_do_not_use_warn():
     assert gmm.diagnostics_["spare_weight"] > 0.8
     assert np.isnan(EvidenceLinearRegression(**CHEAP).fit(*paper_linear_data(200, 0))
                     .diagnostics_["spare_weight"])
+    # Counted on a sample of the data a rare component would look unused: no count.
+    rows = np.random.default_rng(0).normal(size=(2500, 2))
+    sampled = EvidenceGMM(n_components=2, reservoir_size=2000, batch_size=500, n_particles=16,
+                          n_burnin=2, random_state=0).fit(rows)
+    assert np.isnan(sampled.diagnostics_["spare_weight"])
 
 
 def test_a_long_chunk_warns_once_and_is_recorded_in_diagnostics():
