@@ -39,7 +39,7 @@ fixed priors (``mean_prior=0``, ``variance_scale=1``) are passed explicitly.
 # * one control-variate reference point per particle
 #   (``control_variate="particle"``): a shared reference sits between
 #   permutation modes and corrects every particle's gradient wrongly;
-# * a per-particle diagonal preconditioner from the model's Fisher
+# * a diagonal preconditioner from the model's Fisher
 #   information (``precondition="model"``): the particle covariance
 #   spans the permutation modes (with it the sampler diverged on the
 #   first chunk), and the isotropic ``learning_rate / n`` step moves a

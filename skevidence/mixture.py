@@ -100,10 +100,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     The posterior of a mixture is multimodal (the ``K!`` relabellings and
     poorer local optima), so the engine settings differ from the linear
     models (``engine_options`` overrides them): one control-variate
-    reference per particle and a per-particle diagonal preconditioner from the model's
-    Fisher information. The warm-up up to 2000 observations (the linear
-    models: 1000) is Metropolis-adjusted, since the posterior of a mixture
-    stays far from Gaussian for longer (:ref:`settings`).
+    reference per particle and a diagonal preconditioner from the model's
+    Fisher information, shared by component in the adjusted moves. The
+    warm-up up to 2000 observations (the linear models: 1000) is
+    Metropolis-adjusted, since the posterior of a mixture stays far from
+    Gaussian for longer (:ref:`settings`).
 
     References
     ----------

@@ -163,8 +163,8 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
 def test_components_the_data_do_not_use_warn():
     # Standardised iris with the paper's priors (mean 0, variance scale 1):
     # with five components nearly every particle has one that explains no
-    # flower (spare weight 0.92-0.98 over seeds 0-7), and the evidence spreads
-    # over sampler seeds twice its reported std (0.62 against 0.31, 8 seeds);
+    # flower (spare weight 0.94-1.00 over seeds 0-7), and the evidence spreads
+    # over sampler seeds twice its reported std (0.69 against 0.32, 8 seeds);
     # with three, none has (measured; the healthy-fit test checks 0 on one).
     X = StandardScaler().fit_transform(load_iris().data)
     gmm = EvidenceGMM(n_components=5, mean_prior=0.0, variance_scale=1.0, random_state=0)

@@ -81,11 +81,13 @@ default="covariance"
         Metric of the moves. ``"covariance"``: the particles' weighted
         covariance, so the step follows the posterior's scale and
         correlations (the model's curvature instead when there are too few
-        particles, see ``curvature_ratio``); ``"model"``: a diagonal scale
-        per particle from the model's ``posterior_scale``, so that
-        particles in different modes of a multimodal posterior (the
-        relabellings of a mixture) each move on their own scale, which one
-        covariance across the cloud cannot give; ``"curvature"``:
+        particles, see ``curvature_ratio``); ``"model"``: a diagonal scale from
+        the model's ``posterior_scale``, shared by the particles in the
+        adjusted moves (``Model.shared_posterior_scale``; a mixture's by
+        component, so that particles in different relabelled modes each
+        move on their components' scale, which one covariance across the
+        cloud cannot give) and each particle's own in the
+        stochastic-gradient moves; ``"curvature"``:
         the model's Laplace precision averaged over the particles (the
         default of :class:`~skevidence.EvidenceLinearRegression`); ``None``:
         isotropic, ``learning_rate / n`` after ``n`` observations.

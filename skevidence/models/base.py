@@ -250,12 +250,29 @@ class Model:
     def posterior_scale(self, theta, n_eff):
         """Approximate posterior standard deviation of every coordinate, ``[M, d]``.
 
-        Used by the engine's ``precondition="model"`` as a per-particle
-        diagonal preconditioner after ``n_eff`` observations. The default,
-        ``1 / sqrt(n_eff)``, is that of a model with unit Fisher information;
-        models override it with their own Fisher information.
+        The engine's ``precondition="model"`` moves with a diagonal
+        preconditioner from it after ``n_eff`` observations: each
+        particle's own in the stochastic-gradient moves, shared by the
+        particles (:meth:`shared_posterior_scale`) in the adjusted ones.
+        The default, ``1 / sqrt(n_eff)``, is that of a model with unit
+        Fisher information; models override it with their own.
         """
         return torch.full_like(theta, 1.0 / max(float(n_eff), 1.0) ** 0.5)
+
+    def shared_posterior_scale(self, theta, live, n_eff):
+        """:meth:`posterior_scale` shared by the particles, ``[M, d]``: the adjusted moves' scale.
+
+        ``live [M]`` marks the particles that carry weight (a diverged one
+        may hold anything). A move whose metric follows the position of
+        the particle it moves no longer leaves the posterior invariant, so
+        the default gives every particle the geometric mean of the live
+        particles' scales (unweighted: a heavy particle would otherwise set
+        its own metric). A model whose posterior has relabelled copies of
+        each mode (a mixture) overrides it to share the scale up to the
+        relabelling.
+        """
+        log_scale = self.posterior_scale(theta[live], n_eff).log()
+        return log_scale.mean(0).exp().expand_as(theta)
 
     def fisher_information(self, theta, batch):
         """Summed Fisher information of the batch at one ``theta [d]``, ``[d, d]``, or ``None``.

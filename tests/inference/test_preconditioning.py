@@ -1,5 +1,5 @@
 """Preconditioning: the curvature preconditioner for posteriors with more parameters than
-particles, and the per-particle ``precondition="model"``."""
+particles, and the model's shared scale of ``precondition="model"``."""
 
 import math
 
@@ -117,3 +117,17 @@ def test_default_posterior_scale_reproduces_the_isotropic_preconditioner():
     a, b = _run_model_preconditioned(None, batch), _run_model_preconditioned("model", batch)
     torch.testing.assert_close(a.theta, b.theta, rtol=1e-8, atol=1e-10)
     assert abs(a.log_evidence - b.log_evidence) < 1e-8
+
+
+def test_default_shared_scale_is_the_live_particles_geometric_mean():
+    class Scaled(LinearRegressionModel):
+        def posterior_scale(self, theta, n_eff):
+            return theta.abs() / n_eff
+
+    model = Scaled(2)
+    theta = torch.tensor([[1.0, 2.0, 4.0], [4.0, 8.0, 1.0], [float("nan")] * 3],
+                         dtype=torch.float64)
+    live = torch.tensor([True, True, False])  # the diverged particle carries no weight
+    shared = model.shared_posterior_scale(theta, live, 10.0)
+    torch.testing.assert_close(shared, torch.tensor([[0.2, 0.4, 0.2]] * 3, dtype=torch.float64))
+

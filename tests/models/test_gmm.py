@@ -142,6 +142,45 @@ def test_posterior_scale_matches_the_conjugate_posterior():
         1.0 / math.sqrt(n * 0.16), rel=1e-3)
 
 
+@pytest.mark.parametrize("n_components", [3, 7])  # all K! relabellings, and greedy past 6
+def test_match_labels_finds_the_relabelling(n_components):
+    model = GaussianMixtureModel(2, n_components)
+    gen = torch.Generator().manual_seed(0)
+    reference = 3.0 * torch.randn(model.n_params, generator=gen, dtype=torch.float64)
+    perms = torch.stack([torch.randperm(n_components, generator=gen) for _ in range(5)])
+    log_w, means, variances = model.unpack(reference[None].expand(5, -1))
+    rows = torch.arange(5)[:, None]
+    theta = model.pack(log_w[rows, perms].exp(), means[rows, perms], variances[rows, perms])
+    theta = theta + 0.01 * torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+    # Particle m's component j holds reference's perms[m, j] (up to the
+    # noise), so reference's k is the particle's perms[m]^-1(k).
+    torch.testing.assert_close(model._match_labels(theta, reference), perms.argsort(dim=1))
+
+
+def test_shared_posterior_scale_follows_the_components_not_the_particles():
+    model = GaussianMixtureModel(2, 3)
+    gen = torch.Generator().manual_seed(1)
+    base = torch.randn(1, model.n_params, generator=gen, dtype=torch.float64)
+    maps = model.relabelling_maps()
+    theta = torch.cat([base @ maps[p] for p in range(6)])
+    theta = theta + 0.1 * torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+    live = torch.ones(6, dtype=torch.bool)
+    shared = model.shared_posterior_scale(theta, live, 100.0)
+    # Relabelled copies get the relabelled scale, of which the means and
+    # log-variances are the geometric mean of the particles' own.
+    inverse = torch.linalg.inv(maps)
+    own = model.posterior_scale(torch.einsum("md,mde->me", theta, inverse), 100.0)  # base's labels
+    for p in range(6):
+        back = shared[p] @ inverse[p]
+        torch.testing.assert_close(back[2:], own[:, 2:].log().mean(0).exp())
+    # A diverged particle (no weight, any parameters) changes nothing.
+    theta[2], live[2] = float("nan"), False
+    again = model.shared_posterior_scale(theta, live, 100.0)
+    assert torch.isfinite(again).all()
+    others = model.shared_posterior_scale(theta[live], live[live], 100.0)
+    torch.testing.assert_close(again[live], others)
+
+
 def test_prepared_batch_gives_the_same_log_likelihood_and_gradient():
     # The exact warm-up evaluates Model.prepare_batch's batch; it must be
     # the same function of theta as the plain batch.
