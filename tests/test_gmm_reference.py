@@ -83,7 +83,7 @@ def test_three_component_evidence_folded_at_8000_rows():
     assert std[8000] < 0.1 < 0.3 < std[7500]
     ref = reference_log_evidence(X, model_of(est), n_draws=4000, n_starts=2, seed=0)
     # Seeds 0-5: errors +0.01, -0.03, -0.06, +0.02, +0.05, +0.07 (SD 0.05,
-    # reported std 0.06-0.19); before the adjusted moves shared their scale
+    # reported std 0.06-0.09); before the adjusted moves shared their scale
     # -0.11 to -0.28 (SD 0.14; seed 3's fold drew an estimate 3 of its std
     # low): 0.6 is four of the larger SDs.
     assert abs(est.log_evidence_ - ref["log_evidence"]) < 0.6
@@ -98,8 +98,8 @@ def test_broad_prior_evidence_on_iris_matches_the_reference():
     # +0.34, +0.06, +0.20, +0.06 (mean +0.21, SD 0.13, reported std
     # 0.25-0.27; the reference: ESS 0.54, standard error 0.015); the
     # matching of components moved them by a few tenths (mean -0.04, SD
-    # 0.33 with another unit for the means). 1 nat is three of the larger
-    # SDs from either mean, and below the old seed 0's +1.58.
+    # 0.33 with another unit for the means). 1 nat is six SDs above the
+    # mean (2.4 of the other matching's SDs), and below the old seed 0's +1.58.
     from bench_gmm_reference import model_of
     from sklearn.datasets import load_iris
     from sklearn.preprocessing import StandardScaler
