@@ -95,7 +95,7 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         move, the ESS collapsed, the gap exceeds its threshold, the
         spread ratio is far below 1 (a collapsed cloud), or ``importance_z``
         is beyond 4 in size (the particles lag or miss the posterior), or
-        ``missed_mode_excess`` exceeds ``log(100)`` (the particles are
+        ``missed_mode_excess`` exceeds ``log(10)`` (the particles are
         trapped in a lesser mode: the evidence is too low), or
         ``spare_weight`` exceeds 0.1 (more components than the data
         support: the error bar understates the spread over seeds); a chunk that

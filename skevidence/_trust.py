@@ -49,9 +49,10 @@ RELABELLED_MIN_ESS = 0.5
 IMPORTANCE_DRAWS = 64
 # The mass of a mode that the search finds and the particles missed
 # (inference/mode_search.py) is in expectation at most the evidence, so it
-# exceeds it by MISSED_MODE_NATS with probability at most 1% (Markov's
-# inequality); the warning counts the excess above the annealing's estimate
-# plus twice its std, as the engine does before it moves the cloud there.
+# exceeds it by MISSED_MODE_NATS with probability at most 10% (Markov's
+# inequality; an importance estimate's log errs low far more often than
+# high); the warning counts the excess above the annealing's estimate plus
+# twice its std, as the engine does before it moves the cloud there.
 MISSED_MODE_NATS = sgais.MISSED_MODE_NATS
 # Weight on parameters that no observation pins down (``Model.spare_weight``:
 # a mixture component that explains less than a tenth of an observation)
