@@ -113,10 +113,11 @@ class SGAISState:
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
     # Searches for modes the particles missed (sgais.move_to_missed_mode):
-    # after a chunk once the data seen have doubled since searched_at; at the
-    # end of an update once they have doubled since ended_search_at (the
-    # schedule of the estimators' checks, which report that search); the
-    # last one's (n_seen, importance estimate near a better mode or None).
+    # after a chunk once the data seen have doubled since searched_at (the
+    # last search of either kind); at the end of an update once they have
+    # doubled since ended_search_at (the schedule of the estimators' checks,
+    # which report that search); the last one's (n_seen, importance estimate
+    # near a better mode or None).
     searched_at: int = 0
     ended_search_at: int = 0
     search_found: tuple | None = None
