@@ -71,7 +71,7 @@ FOLD_MIN_ESS = 0.2
 # [RESCUE_DRAWS, MAX_RESCUE_DRAWS]; and the odds (e^MISSED_MODE_NATS to 1)
 # that its mass dwarfs theirs. At 100 to 1, standardised wine with two
 # components ended 3.8 and 4.5 nats low on two sampler seeds of eleven (the
-# search's excess 2.6-3.3, below log(100)); at 10 to 1 both move and err
+# search's excess 3.3-3.7, below log(100)); at 10 to 1 both move and err
 # -0.14 and +0.18, while the calibration benchmark's mixtures, the 3-cluster
 # mixtures at 2e4 and the paper's mixture at 1e3 still never move (their
 # largest excess 0.78; docs/benchmarks.rst, missed-modes).

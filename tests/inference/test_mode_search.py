@@ -107,7 +107,7 @@ def test_a_fit_caught_in_a_lesser_mode_moves_to_the_one_it_missed():
 def test_a_cloud_trapped_a_few_nats_low_moves_too():
     # Standardised wine, two components, sampler seed 1: the cloud ends 4.5
     # nats low with a std of 0.37, and the search's mass exceeds the estimate
-    # plus twice its std by 2.6 nats, below the log(100) at which the engine
+    # plus twice its std by 3.7 nats, below the log(100) at which the engine
     # used to move. At log(10) it moves: seeds 1 and 9 (the two of 0-10 that
     # were trapped) err -0.14 and +0.18 with std 0.07-0.09.
     X = StandardScaler().fit_transform(load_wine().data)
