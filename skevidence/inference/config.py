@@ -94,11 +94,13 @@ default="covariance"
     control_variate : {"shared", "particle"} or None, default="shared"
         Control variate of the mini-batch gradient of the past data, whose
         noise otherwise grows with the data seen: ``"shared"``, one
-        reference point (the particles' mean; for unimodal posteriors;
-        of second order where the model has a ``fisher_information``);
+        reference point (the particles' mean; for unimodal posteriors);
         ``"particle"``, one per particle (particles in different modes each
         keep their own, at ``n_particles`` times the cost of a refresh);
-        ``None``, plain mini-batches.
+        ``None``, plain mini-batches. Of second order where the model has a
+        ``fisher_information`` and the linear term cuts the noise (for one
+        reference per particle, a mixture's, the term of one anchor in each
+        particle's labelling of the components).
     cv_refresh_factor : float or None, default=None
         The control variate's reference moves to the particles each time
         the data seen grow by this factor (a pass over the stored data).
@@ -165,12 +167,13 @@ default="covariance"
     minibatch_size : int, "auto" or None, default="auto"
         Observations per mini-batch of the past-data gradient (``None``:
         ``batch_size``). ``"auto"``: 250 while the control variate is of
-        second order, 1000 otherwise, or more (up to 16000) where the
-        noise measured at the particles each time the data double asks for
-        them: enough rows for a noise variance of 0.5% of the posterior
-        score's, per coordinate in the posterior's metric (models with a
-        ``fisher_information``). The noise of the mini-batches biases the
-        evidence low on long streams and over-disperses the cloud (see
+        second order, 1000 otherwise, or, for one shared reference, more
+        (up to 16000) where the noise measured at the particles each time
+        the data double asks for them: enough rows for a noise variance of
+        0.5% of the posterior score's, per coordinate in the posterior's
+        metric (models with a ``fisher_information``). The noise of the
+        mini-batches biases the evidence low on long streams and
+        over-disperses the cloud (see
         :doc:`/benchmarks`). A mini-batch is drawn without replacement
         from a store of up to 16 mini-batches, and is the whole store
         (an exact gradient) when that is smaller.

@@ -10,14 +10,17 @@ References are one shared point (``[1, d]``, the weighted particle mean)
 or one per particle (``[M, d]``, for multimodal posteriors), moved to the
 particles when ``n`` has grown by a constant factor (O(1) amortised).
 
-A shared reference of a model with a Fisher information is of second
-order: the difference also subtracts its linear part ``-F_y (theta -
-theta_ref)`` (``F_y`` at an anchor near the reference), with the summed
-``F = sum_past F_y`` added back exactly, so what is left to the
-mini-batch is the likelihood's departure from a quadratic. On the
-paper's logistic model at n = 1e4 this cuts the gradient noise 200-fold,
-and with it the low bias that the first-order noise left on long streams
-(see docs/benchmarks.rst, "Long streams").
+With a model's Fisher information (the negative Hessian of a row's
+log-likelihood) the control variate is of second order: the difference
+also subtracts its linear part ``-F_y (theta - theta_ref)`` (``F_y`` at
+one anchor near the references), with the summed ``F = sum_past F_y``
+added back exactly, so what is left to the mini-batch is the likelihood's
+departure from a quadratic. On the paper's logistic model at n = 1e4
+this cuts the gradient noise 200-fold, and with it the low bias that the
+first-order noise left on long streams (see docs/benchmarks.rst, "Long
+streams"). With one reference per particle in a mixture, each particle's
+linear term is the anchor's in that particle's labelling of the
+components (``Model.relabelling_maps``).
 
 Each time the anchor moves, the noise of both orders is measured at a few
 particles over groups of stored rows: the linear term is kept where it
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..models.base import batch_size_of, row_blocks, take
+from .relabelling import nearest_relabelling
 
 __all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision"]
 
@@ -73,13 +77,16 @@ class ControlVariate:
     theta_ref: torch.Tensor  # [R, d]
     grad_sum: torch.Tensor  # [R, d], over all data seen so far
     n_at_refresh: int = 0
-    second_order: bool = False  # the model has a Fisher information (one shared reference)
+    second_order: bool = False  # the model has a Fisher information
     # ``sum_past F_y(anchor)``, [d, d], while the linear term helps (None: first order).
     # Any fixed anchor keeps the estimate unbiased, so it moves less often
     # than the reference (a pass costs d^2 per row).
     curvature: torch.Tensor | None = None
     anchor: torch.Tensor | None = None  # [d]
     n_at_anchor: int = 0
+    # [R, d, d] (per-particle references of a model with relabellings): the map
+    # ``theta @ relabel[r]`` that brings reference r to the anchor's labelling.
+    relabel: torch.Tensor | None = None
     # Rows per mini-batch that meet NOISE_TARGET, measured at the anchor (None: unmeasured).
     minibatch_size: int | None = None
     # (chunk, theta_ref, anchor, of_chunk's result): every move of a chunk asks for it.
@@ -93,21 +100,23 @@ class ControlVariate:
             F = model.fisher_information(self.anchor, chunk)
             self.curvature = None if F is None else self.curvature + F
 
-    def refresh(self, model, new_ref, store, n_seen, probes):
+    def refresh(self, model, new_ref, store, n_seen, probes, anchor=None, move_anchor=False):
         """Move the references to ``new_ref``.
 
         ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``
         over the stored data ``S``: exact when the store holds every
         observation, and a low-variance estimate when it is a bounded
         reservoir (the difference of gradients is small). With
-        ``second_order``, once the data have doubled the anchor moves to
-        ``new_ref`` too, and ``probes [P, d]`` (particles) decide whether
-        the linear term is kept (where it cuts their noise NOISE_CUT-fold)
-        and how many rows a mini-batch needs (NOISE_TARGET).
+        ``second_order``, once the data have doubled (or with
+        ``move_anchor``) the anchor moves to ``anchor [d]`` (default: the
+        shared reference) too, and
+        ``probes [P, d]`` (particles in the anchor's labelling) decide
+        whether the linear term is kept (where it cuts their noise
+        NOISE_CUT-fold) and how many rows a mini-batch needs (NOISE_TARGET).
         """
         R = new_ref.shape[0]
         moves_anchor = self.second_order and (
-            n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
+            move_anchor or n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
         # One pass over the store for the new and old references.
         sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
         scale = n_seen / batch_size_of(store)
@@ -115,11 +124,22 @@ class ControlVariate:
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
         if moves_anchor:
-            self._move_anchor(model, store, scale, n_seen, probes)
+            self._move_anchor(model, store, scale, n_seen, probes, anchor)
+        self.relabel = self._relabelling_to_anchor(model)
 
-    def _move_anchor(self, model, store, scale, n_seen, probes):
-        """Anchor the linear term at the reference, and measure the noise of both orders."""
-        self.anchor, self.n_at_anchor = self.theta_ref[0], n_seen
+    def _relabelling_to_anchor(self, model):
+        """Each per-particle reference's map to the anchor's labelling (None: not needed)."""
+        if self.curvature is None or self.theta_ref.shape[0] == 1:
+            return None
+        maps = model.relabelling_maps(self.theta_ref.dtype, self.theta_ref.device)
+        if maps is None:
+            return None
+        return maps[nearest_relabelling(self.theta_ref, self.anchor, maps)]
+
+    def _move_anchor(self, model, store, scale, n_seen, probes, anchor):
+        """Anchor the linear term at ``anchor``, and measure the noise of both orders."""
+        self.anchor = self.theta_ref[0] if anchor is None else anchor
+        self.n_at_anchor = n_seen
         F = blockwise_sum(model.fisher_information, self.anchor, store)
         self.second_order = F is not None
         self.curvature = self.minibatch_size = None
@@ -130,17 +150,27 @@ class ControlVariate:
             return
         keep = noise.spread(second=True) * NOISE_CUT <= noise.spread(second=False)
         self.curvature = scale * F if keep else None
+        if self.theta_ref.shape[0] > 1:
+            # Per-particle references (a mixture) keep the order's default size.
+            # The target is strict for them: on the paper's mixture at 32000 rows
+            # it asked for 62000 rows of the second order (16000 at the cap, 16
+            # times the first order's step), where 250 rows, with the noise cut
+            # 37-fold there, already carried a ninth of the noise of the first
+            # order's 1000 that the mixture ran on (docs/benchmarks.rst).
+            return
         self.minibatch_size = noise.minibatch_size(
             keep, posterior_precision(model, self.anchor, scale * F), n_seen)
 
     def of_chunk(self, model, chunk):
         """The second-order control variate of the chunk's own gradient sum (None: first order).
 
-        Same reference and anchor; its exact terms are the chunk's gradient
-        at the reference and Fisher information at the anchor, so that a
-        subsample of the chunk's rows carries only the likelihood's
-        departure from a quadratic (see :func:`moves.chunk_gradient`).
-        Every move of a chunk gets the same record, computed once.
+        Same references, anchor and relabellings; its exact terms are the
+        chunk's gradient at the references and Fisher information at the
+        anchor, so that a subsample of the chunk's rows carries only the
+        likelihood's departure from a quadratic (see
+        :func:`moves.chunk_gradient`). Every move of a chunk gets the same
+        record, computed once (again after a resampling moves per-particle
+        references).
         """
         memo = self._chunk_memo
         if memo is not None and memo[0] is chunk and memo[1] is self.theta_ref \
@@ -149,7 +179,7 @@ class ControlVariate:
         F = None if self.curvature is None else model.fisher_information(self.anchor, chunk)
         chunk_cv = None if F is None else ControlVariate(
             theta_ref=self.theta_ref, grad_sum=full_gradient_sum(model, self.theta_ref, chunk),
-            second_order=True, curvature=F, anchor=self.anchor)
+            second_order=True, curvature=F, anchor=self.anchor, relabel=self.relabel)
         self._chunk_memo = (chunk, self.theta_ref, self.anchor, chunk_cv)
         return chunk_cv
 
@@ -158,6 +188,8 @@ class ControlVariate:
         if self.theta_ref.shape[0] > 1:
             self.theta_ref = self.theta_ref[index]
             self.grad_sum = self.grad_sum[index]
+            if self.relabel is not None:
+                self.relabel = self.relabel[index]
 
     def minibatch_gradient(self, model, theta, minibatch, n_past):
         """Unbiased estimate of ``sum_past grad log p(y | theta)``, ``[M, d]``."""
@@ -168,7 +200,13 @@ class ControlVariate:
         if self.curvature is None:
             return estimate
         F_minibatch = model.fisher_information(self.anchor, minibatch)
-        return estimate + (theta - self.theta_ref) @ (scale * F_minibatch - self.curvature)
+        offset = theta - self.theta_ref
+        if self.relabel is None:
+            return estimate + offset @ (scale * F_minibatch - self.curvature)
+        # In the anchor's labelling and back: (offset A) (scale F_b - F) A^T.
+        linear = torch.einsum("md,mde->me", offset, self.relabel) @ (
+            scale * F_minibatch - self.curvature)
+        return estimate + torch.einsum("me,mde->md", linear, self.relabel)
 
 
 @dataclass

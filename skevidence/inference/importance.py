@@ -20,8 +20,9 @@ others' mass while its weights look healthy; that is seen in the particles,
 which then spread over more than the Gaussian at the mode holds, and no
 estimate is made (models that declare one mode are taken at their word).
 The curvature is the model's ``fisher_information`` where it has one (the
-exact negative Hessian of the logistic model, the expected one of linear
-regression), otherwise central differences of its gradient.
+exact negative Hessian of the logistic model and of the mixture, the
+expected one of linear regression), otherwise central differences of its
+gradient.
 """
 
 import math
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models.base import batch_size_of, has_fisher_information, row_blocks, take
+from . import relabelling
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
@@ -95,7 +97,7 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     dtype = next(t.dtype for t in store if t.is_floating_point())
     maps = model.relabelling_maps(torch.float64, particles.device)
     particles, weights = particles.to(torch.float64), weights.to(torch.float64)
-    aligned = _aligned(particles, particles[int(weights.argmax())], maps)
+    aligned = relabelling.aligned(particles, particles[int(weights.argmax())], maps)
     climbed = _climb(model, weights @ aligned, store, dtype)
     if climbed is None:
         return None
@@ -177,27 +179,13 @@ def importance_at(model, point, store, n_draws, generator):
     return _estimate(log_w), theta, log_w
 
 
-def _relabelled(particles, maps):
-    """``[M, P, d]``: every particle under every relabelling (``[M, 1, d]`` without maps)."""
-    if maps is None:
-        return particles[:, None]
-    return torch.einsum("md,pde->mpe", particles, maps)
-
-
-def _aligned(particles, reference, maps):
-    """Each particle relabelled to the labelling nearest ``reference`` (Euclidean)."""
-    relabelled = _relabelled(particles, maps)
-    nearest = (relabelled - reference).square().sum(-1).argmin(1)
-    return relabelled[torch.arange(particles.shape[0], device=nearest.device), nearest]
-
-
 def _one_mode(aligned, weights, chol, maps):
     """Whether the particles sit around one mode: at most CLOUD_OUTSIDE of their weight
     further from their mean, in the metric of the posterior's curvature ``chol chol^T``
     and in the relabelling that brings each nearest, than posterior draws go."""
     d = chol.shape[0]
     # Squared Mahalanobis distance ||L^T (theta - mean)||^2 = ||(theta - mean) L||^2.
-    centred = _relabelled(aligned, maps) - weights @ aligned
+    centred = relabelling.relabelled(aligned, maps) - weights @ aligned
     distance = (centred @ chol).square().sum(-1).amin(1)
     # The chi-square's quantile (Wilson & Hilferty 1931): within 1% from d = 3 on.
     c = 2.0 / (9.0 * d)

@@ -3,7 +3,7 @@
 
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, take
+from ..models.base import batch_size_of, has_fisher_information, has_relabellings, take
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
                       precision_preconditioner)
 
@@ -23,10 +23,12 @@ def preconditioner(model, state, config, chunk, lam):
 
 
 def uses_curvature(model, state, config):
+    """Whether the moves' metric is the curvature at the particles' mean (a mixture's
+    mean over relabelled particles lies near none of them: its covariance instead)."""
     M, d = state.theta.shape
     wanted = config.precondition == "curvature" or (
         config.precondition == "covariance" and M < config.curvature_ratio * d)
-    return wanted and has_fisher_information(model)
+    return wanted and has_fisher_information(model) and not has_relabellings(model)
 
 
 def laplace_precision(model, state, config, chunk, lam):

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from ..models.base import batch_size_of, has_fisher_information, row_blocks
-from . import importance, islands, mode_search
+from . import importance, islands, mode_search, relabelling
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
 from .control_variates import ControlVariate
@@ -95,7 +95,7 @@ def init(model, config, generator, dtype=torch.float64, device="cpu"):
         R = 1 if config.control_variate == "shared" else M  # "particle": one each
         ref = theta.mean(0, keepdim=True) if R == 1 else theta.clone()
         cv = ControlVariate(theta_ref=ref, grad_sum=torch.zeros_like(ref),
-                            second_order=R == 1 and has_fisher_information(model))
+                            second_order=has_fisher_information(model))
     return SGAISState(
         theta=theta,
         log_W=np.full(M, -math.log(M)),
@@ -343,7 +343,7 @@ def _restart_from_draws(model, state, estimate, draws, log_w, generator):
     state.log_evidence = estimate.log_evidence - 0.5 * var
     state.log_evidence_var = state.weight_var = state.fold_var = var
     if state.cv is not None:
-        reference_at_particles(model, state)
+        reference_at_particles(model, state, move_anchor=True)
 
 
 def _folds_between(n_before, n_after, config):
@@ -510,16 +510,23 @@ def refresh_reference(model, state, config):
     reference_at_particles(model, state)
 
 
-def reference_at_particles(model, state):
-    """Move the control variate's reference(s) to the particles (their mean, for a shared one)."""
+def reference_at_particles(model, state, move_anchor=False):
+    """Move the control variate's reference(s) to the particles (their mean, for a shared one).
+
+    The second-order term's anchor is the particles' mean, each relabelled
+    to the labelling nearest the heaviest particle's (a mixture's), as are
+    the probes that measure its noise; ``move_anchor`` moves it now (the
+    particles moved to another mode), not only once the data have doubled.
+    """
     cv = state.cv
-    if cv.theta_ref.shape[0] == 1:
-        W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-        new_ref = (W @ state.theta)[None, :]
-    else:
-        new_ref = state.theta.clone()
-    probes = state.theta[:: max(state.theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
-    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes)
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+    maps = model.relabelling_maps(state.theta.dtype, state.theta.device)
+    theta = relabelling.aligned(state.theta, state.theta[int(W.argmax())], maps)
+    anchor = W @ theta
+    new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
+    probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes, anchor,
+               move_anchor=move_anchor)
 
 
 def _refresh_factor(cv, config):

@@ -5,7 +5,7 @@ import math
 import torch
 
 __all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of",
-           "has_fisher_information", "row_blocks", "take"]
+           "has_fisher_information", "has_relabellings", "row_blocks", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
 # particles: the models' [M, K, rows] intermediates stay in the cache. At
@@ -36,6 +36,13 @@ def row_blocks(batch, n_particles, max_rows=None):
 def has_fisher_information(model):
     """Whether ``model`` overrides :meth:`Model.fisher_information` (optional in the contract)."""
     return type(model).fisher_information is not Model.fisher_information
+
+
+def has_relabellings(model):
+    """Whether ``model`` overrides :meth:`Model.relabelling_maps`: its posterior has
+    relabelled copies of each mode (whatever its number of components), so that a
+    mean over particles need not lie near any of them."""
+    return type(model).relabelling_maps is not Model.relabelling_maps
 
 
 class PreparedBatch(tuple):
@@ -281,8 +288,10 @@ class Model:
         Laplace approximation of the posterior, which the engine uses as its
         preconditioner when there are too few particles to estimate a
         covariance in ``d`` dimensions (``SGAISConfig.curvature_ratio``),
-        and it makes a shared control variate of the mini-batch gradients
-        second order.
+        and it makes the control variate of the mini-batch gradients
+        second order. The observed information (minus the Hessian of the
+        batch's log-likelihood) serves the control variate best: its
+        linear term then follows each row's change of gradient.
         ``None``, the default, means unknown: the engine then uses the
         particles' covariance and a first-order control variate.
         """

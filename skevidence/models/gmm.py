@@ -371,6 +371,76 @@ class GaussianMixtureModel(Model):
         g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
         return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
 
+    def fisher_information(self, theta, batch):
+        """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its Hessian.
+
+        With ``a_k`` the log joint of component ``k``, ``g_k`` its gradient
+        and ``r_k`` the responsibilities, one row's Hessian is
+        ``sum_k r_k (H_k + g_k g_k^T) - gbar gbar^T`` (``gbar = sum_k r_k
+        g_k``). ``g_k`` and ``H_k`` live in the logits and component ``k``'s
+        own ``2 D`` slots, so the first sum is ``K`` small blocks and only
+        ``gbar gbar^T`` costs ``O(B d^2)``. Not the expected information
+        (the data enter through the responsibilities), so that a control
+        variate's linear term matches each row's change of gradient; it
+        need not be positive definite away from a mode.
+        """
+        X = batch[0].to(theta.dtype)
+        K, D, B = self.n_components, self.n_features, X.shape[0]
+        logits, means, log_var = self._split(theta[None])
+        w = self._log_weights(logits).exp()[0, : K - 1]
+        precision = torch.exp(-log_var[0])  # [K, D]
+        resp = self.responsibilities(theta[None], X)[0]  # [B, K]
+        diff = X[:, None, :] - means[0]
+        u, q = diff * precision, 0.5 * diff.square() * precision  # [B, K, D]
+        dlog_w = torch.eye(K, K - 1, dtype=X.dtype, device=X.device) - w  # [K, K - 1]
+        # Component k's gradient in its slots (logits, its means, its log-variances).
+        own = torch.cat([dlog_w.expand(B, K, K - 1), u, q - 0.5], dim=2)  # [B, K, m]
+        weighted = resp[:, :, None] * own
+        mean_grad = torch.cat([resp @ dlog_w, weighted[:, :, K - 1 : K - 1 + D].reshape(B, -1),
+                               weighted[:, :, K - 1 + D :].reshape(B, -1)], dim=1)
+        blocks = -weighted.permute(1, 2, 0) @ own.transpose(0, 1)  # [K, m, m]
+        # Minus the components' own Hessians, summed with the responsibilities.
+        mean_slots, var_slots = slice(K - 1, K - 1 + D), slice(K - 1 + D, None)
+        cross = torch.diag_embed((resp[:, :, None] * u).sum(0))
+        blocks[:, mean_slots, mean_slots] += torch.diag_embed(
+            (resp[:, :, None] * precision).sum(0))
+        blocks[:, mean_slots, var_slots] += cross
+        blocks[:, var_slots, mean_slots] += cross
+        blocks[:, var_slots, var_slots] += torch.diag_embed((resp[:, :, None] * q).sum(0))
+        info = mean_grad.T @ mean_grad
+        slots = self._component_slots(X.device)
+        info.index_put_((slots[:, :, None], slots[:, None, :]), blocks, accumulate=True)
+        info[: K - 1, : K - 1] += B * (torch.diag(w) - torch.outer(w, w))
+        return info
+
+    def _component_slots(self, device):
+        """``[K, K - 1 + 2 D]``: the entries of ``theta`` that component ``k``'s density reads."""
+        K, D = self.n_components, self.n_features
+        k = torch.arange(K, device=device)[:, None]
+        j = torch.arange(D, device=device)
+        return torch.cat([torch.arange(K - 1, device=device).expand(K, K - 1),
+                          K - 1 + k * D + j, K - 1 + (K + k) * D + j], dim=1)
+
+    def prior_precision(self, theta):
+        """Minus the Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``."""
+        K, D = self.n_components, self.n_features
+        logits, means, log_var = self._split(theta[None])
+        w = self._log_weights(logits).exp()[0, : K - 1]
+        m0, b = self._prior_location(theta)
+        precision, c = torch.exp(-log_var[0]), self.mean_variance_factor
+        centred = means[0] - m0
+        out = torch.zeros(self.n_params, self.n_params, dtype=theta.dtype, device=theta.device)
+        out[: K - 1, : K - 1] = K * self.weight_concentration * (torch.diag(w) - torch.outer(w, w))
+        means_at = K - 1 + torch.arange(K * D, device=theta.device)
+        log_var_at = means_at + K * D
+        out[means_at, means_at] = (precision / c).reshape(-1)
+        cross = -(centred * precision / c).reshape(-1)
+        out[means_at, log_var_at] = cross
+        out[log_var_at, means_at] = cross
+        out[log_var_at, log_var_at] = (b * precision
+                                       + 0.5 * centred.square() * precision / c).reshape(-1)
+        return out
+
     def posterior_scale(self, theta, n_eff):
         """Per-particle posterior standard deviations from the Fisher information.
 

@@ -5,8 +5,10 @@ import torch
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference import control_variates
 from skevidence.inference.control_variates import ControlVariate, full_gradient_sum
-from skevidence.models import LogisticRegressionModel
+from skevidence.inference.relabelling import aligned
+from skevidence.models import GaussianMixtureModel, LogisticRegressionModel
 from skevidence.models.base import take
+from tests.conftest import gaussian_blobs
 
 
 def _posterior_cloud(n=4000, n_particles=64, seed=0):
@@ -145,3 +147,46 @@ def test_the_chunk_term_from_a_subsample_is_unbiased_and_far_less_noisy_than_pla
     assert cv.of_chunk(model, chunk) is not chunk_cv
     first = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]))
     assert first.of_chunk(model, chunk) is None  # first order: the chunk is evaluated whole
+
+
+def _mixture_cloud(n=4000, n_particles=64, seed=0):
+    """A 3-cluster mixture, its data, its mode, and two clouds from its Laplace
+    posterior (references and particles), each pair in one random labelling."""
+    X = torch.as_tensor(gaussian_blobs(n, [[-4, 0], [0, 4], [4, 0]], [[1.0], [0.7], [1.3]],
+                                       [0.3, 0.3, 0.4], seed))
+    model, data = GaussianMixtureModel(2, 3), (X,)
+    gen = torch.Generator().manual_seed(seed)
+    mode = model.mode_candidates(model.sample_prior(1, gen)[0], data, gen)[0]
+    chol = torch.linalg.cholesky(model.prior_precision(mode) + model.fisher_information(mode, data))
+    maps = model.relabelling_maps()
+    labelling = maps[torch.randint(maps.shape[0], (n_particles,), generator=gen)]
+
+    def draws():
+        z = torch.randn(n_particles, model.n_params, generator=gen, dtype=torch.float64)
+        near_mode = mode + torch.linalg.solve_triangular(chol.T, z.T, upper=True).T
+        return torch.einsum("md,mde->me", near_mode, labelling)
+
+    return model, data, draws(), draws(), mode
+
+
+def test_a_mixtures_references_take_the_anchors_linear_term_in_their_own_labelling():
+    model, data, refs, theta, mode = _mixture_cloud()
+    n = data[0].shape[0]
+    probes = aligned(theta[:4], mode, model.relabelling_maps())
+    errors = {}
+    for second_order in (False, True):
+        cv = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs),
+                            second_order=second_order)
+        cv.add_chunk(model, data)
+        cv.refresh(model, refs, data, n, probes, anchor=mode, move_anchor=True)
+        assert (cv.curvature is not None) == second_order == (cv.relabel is not None)
+        e = _minibatch_errors(cv, model, data, theta, n_draws=400)
+        # Within 5 standard errors in every coordinate (largest over seeds 0-3: 3.3).
+        assert (e.mean(0).abs() <= 5 * e.std(0) / 400**0.5 + 1e-9).all()
+        errors[second_order] = float((e**2).mean())
+    # Measured over seeds 0-3: 300-570-fold less variance than the first order.
+    assert errors[True] < errors[False] / 30
+    # The anchor's term in the anchor's labelling for every particle: 400-900
+    # times the variance, more than the first order's (seeds 0-3).
+    cv.relabel = None
+    assert float((_minibatch_errors(cv, model, data, theta, 400)**2).mean()) > errors[False]

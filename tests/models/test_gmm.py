@@ -29,6 +29,20 @@ def test_analytic_gradients_match_autograd(n_components):
     torch.testing.assert_close(model.grad_log_prior(theta), Model.grad_log_prior(model, theta))
 
 
+@pytest.mark.parametrize("n_components, n_features", [(1, 2), (3, 2), (2, 3)])
+def test_observed_information_and_prior_precision_are_minus_autograds_hessians(
+        n_components, n_features):
+    model = GaussianMixtureModel(n_features, n_components, **PRIOR)
+    theta = _theta(model, 1, 2)[0]
+    X = torch.as_tensor(np.random.default_rng(2).normal(0.0, 2.0, (60, n_features)))
+    hessian = torch.autograd.functional.hessian(
+        lambda t: model.log_likelihood_sum(t[None], (X,))[0], theta)
+    torch.testing.assert_close(model.fisher_information(theta, (X,)), -hessian)
+    prior_hessian = torch.autograd.functional.hessian(lambda t: model.log_prior(t[None])[0],
+                                                      theta)
+    torch.testing.assert_close(model.prior_precision(theta), -prior_hessian)
+
+
 def test_fused_log_likelihood_and_grad_match_the_separate_methods():
     # The exact warm-up's fused kernel (one joint, softmax in place) against
     # the log-likelihood summed and autograd's gradient of it.
