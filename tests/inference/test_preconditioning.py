@@ -61,7 +61,7 @@ def test_precision_preconditioner_is_a_square_root_of_the_inverse():
 
 def test_curvature_is_used_only_with_fewer_than_two_particles_per_parameter():
     logistic, linear = LogisticRegressionModel(24, 4), LinearRegressionModel(99)
-    mixture = GaussianMixtureModel(n_components=20, n_features=2)  # no curvature: covariance
+    mixture = GaussianMixtureModel(n_components=20, n_features=2)  # relabellings: covariance
     cases = [(logistic, 32, True), (logistic, 200, False), (linear, 32, True),
              (linear, 256, False), (mixture, 32, False)]
     for model, M, expected in cases:
