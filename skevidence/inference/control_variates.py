@@ -100,7 +100,8 @@ class ControlVariate:
             F = model.fisher_information(self.anchor, chunk)
             self.curvature = None if F is None else self.curvature + F
 
-    def refresh(self, model, new_ref, store, n_seen, probes, anchor=None, move_anchor=False):
+    def refresh(self, model, new_ref, store, n_seen, probes, anchor=None, maps=None,
+                move_anchor=False):
         """Move the references to ``new_ref``.
 
         ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``
@@ -113,6 +114,8 @@ class ControlVariate:
         ``probes [P, d]`` (particles in the anchor's labelling) decide
         whether the linear term is kept (where it cuts their noise
         NOISE_CUT-fold) and how many rows a mini-batch needs (NOISE_TARGET).
+        ``maps`` (``Model.relabelling_maps``) carry the term into the
+        labelling of each per-particle reference.
         """
         R = new_ref.shape[0]
         moves_anchor = self.second_order and (
@@ -125,14 +128,11 @@ class ControlVariate:
         self.n_at_refresh = n_seen
         if moves_anchor:
             self._move_anchor(model, store, scale, n_seen, probes, anchor)
-        self.relabel = self._relabelling_to_anchor(model)
+        self.relabel = self._relabelling_to_anchor(maps)
 
-    def _relabelling_to_anchor(self, model):
+    def _relabelling_to_anchor(self, maps):
         """Each per-particle reference's map to the anchor's labelling (None: not needed)."""
-        if self.curvature is None or self.theta_ref.shape[0] == 1:
-            return None
-        maps = model.relabelling_maps(self.theta_ref.dtype, self.theta_ref.device)
-        if maps is None:
+        if maps is None or self.curvature is None or self.theta_ref.shape[0] == 1:
             return None
         return maps[nearest_relabelling(self.theta_ref, self.anchor, maps)]
 

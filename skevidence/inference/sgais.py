@@ -525,7 +525,7 @@ def reference_at_particles(model, state, move_anchor=False):
     anchor = W @ theta
     new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
     probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
-    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes, anchor,
+    cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen, probes, anchor, maps,
                move_anchor=move_anchor)
 
 
