@@ -19,12 +19,13 @@ both.
 
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
-from .base import Model, PreparedBatch, row_blocks
+from .base import Model, PreparedBatch, row_blocks, weighted_row_sums
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -60,6 +61,16 @@ REFINED = 3
 # 0.008, about 8 of 1000 rows) dips below one observation under up to 0.19 of
 # the weight at 1e3 rows, but below a tenth under at most 0.06 (10 seeds).
 EMPTY_COUNT = 0.1
+
+
+class _Parts(NamedTuple):
+    """The blocks of ``theta [M, d]`` and the maps of them that every density reads."""
+
+    logits: torch.Tensor  # [M, K - 1]
+    means: torch.Tensor  # [M, K, D]
+    log_var: torch.Tensor  # [M, K, D]
+    log_w: torch.Tensor  # [M, K]
+    precision: torch.Tensor  # [M, K, D]
 
 
 class GaussianMixtureModel(Model):
@@ -112,6 +123,11 @@ class GaussianMixtureModel(Model):
         means = theta[:, K - 1 : K - 1 + K * D].reshape(M, K, D)
         log_var = theta[:, K - 1 + K * D :].reshape(M, K, D)
         return logits, means, log_var
+
+    def _parts(self, theta):
+        """``theta``'s blocks with its log-weights and precisions, computed once."""
+        logits, means, log_var = self._split(theta)
+        return _Parts(logits, means, log_var, self._log_weights(logits), torch.exp(-log_var))
 
     def _log_weights(self, logits):
         full = torch.cat([logits, logits.new_zeros(logits.shape[0], 1)], dim=1)
@@ -223,7 +239,8 @@ class GaussianMixtureModel(Model):
         D = self.n_features
         for _ in range(n_iterations):
             resp = torch.softmax(self._log_joint(theta, X, {"features": features}), dim=1)
-            moments = resp @ features  # [C, K, 2D + 1]: S2, S1, N_k
+            C = resp.shape[0]  # S2, S1, N_k:
+            moments = weighted_row_sums(resp.reshape(C * K, -1), features).reshape(C, K, -1)
             S2, S1, Nk = moments[..., :D], moments[..., D : 2 * D], moments[..., 2 * D :]
             weights = (Nk[..., 0] + alpha) / (X.shape[0] + K * alpha)
             means = (S1 + m0 / c) / (Nk + 1.0 / c)
@@ -260,35 +277,39 @@ class GaussianMixtureModel(Model):
         return dirichlet + inv_gamma + normal
 
     def log_prior(self, theta):
-        logits, means, log_var = self._split(theta)
-        a = self.variance_shape
-        m0, b = self._prior_location(theta)
-        # Dirichlet density times the additive-log-ratio Jacobian prod_k w_k.
-        log_w = self._log_weights(logits)
-        weights_term = self.weight_concentration * log_w.sum(1)
-        # InvGamma density of v = exp(s) times the Jacobian v:
-        # -(a + 1) s - b / v + s.
-        var_term = (-a * log_var - b * torch.exp(-log_var)).sum((1, 2))
-        centred = means - m0
-        mean_term = (-0.5 * log_var
-                     - 0.5 * centred.square() * torch.exp(-log_var)
-                     / self.mean_variance_factor).sum((1, 2))
-        return weights_term + var_term + mean_term + self._log_prior_constant()
+        return self._log_prior_and_grad(self._parts(theta))[0]
 
     def grad_log_prior(self, theta):
-        logits, means, log_var = self._split(theta)
+        return self._log_prior_and_grad(self._parts(theta))[1]
+
+    def _log_prior_and_grad(self, parts):
+        """Both from shared terms: ``[M]`` and ``[M, d]``.
+
+        The Dirichlet density times the additive-log-ratio Jacobian
+        ``prod_k w_k``; each variance's InvGamma density of ``v = exp(s)``
+        times the Jacobian ``v`` (``-(a + 1) s - b / v + s``); each mean's
+        normal density given its variance. In ``s`` the last two share
+        ``t = b / v + (m - m0)^2 / (2 c v)``: the log density is ``-(a +
+        1/2) s - t`` and its derivative ``t - a - 1/2``.
+        """
         K = self.n_components
-        alpha, a = self.weight_concentration, self.variance_shape
-        m0, b = self._prior_location(theta)
-        weights = self._log_weights(logits).exp()
-        g_logits = alpha - K * alpha * weights[:, : K - 1]
-        precision = torch.exp(-log_var)
-        centred = means - m0
-        c = self.mean_variance_factor
-        g_means = -centred * precision / c
-        g_log_var = -a + b * precision - 0.5 + 0.5 * centred.square() * precision / c
-        M = theta.shape[0]
-        return torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
+        alpha, a, c = self.weight_concentration, self.variance_shape, self.mean_variance_factor
+        m0, b = self._prior_location(parts.means)
+        scaled = (parts.means - m0) * parts.precision / c  # minus the means' gradient
+        t = torch.addcmul(b * parts.precision, parts.means - m0, scaled, value=0.5)
+        log_prior = (alpha * parts.log_w.sum(1) - torch.add(t, parts.log_var, alpha=a + 0.5)
+                     .sum((1, 2)) + self._log_prior_constant())
+        g_logits = alpha - K * alpha * parts.log_w[:, : K - 1].exp()
+        M = scaled.shape[0]
+        return log_prior, torch.cat([g_logits, scaled.reshape(M, -1).neg(),
+                                     t.reshape(M, -1).sub(a + 0.5)], 1)
+
+    def log_joint_and_grad(self, theta, batch, weight=1.0):
+        """:meth:`Model.log_joint_and_grad` with the parameter maps computed once."""
+        parts = self._parts(theta)
+        log_lik, g_lik = self._log_likelihood_and_grad(parts, batch)
+        log_prior, g_prior = self._log_prior_and_grad(parts)
+        return log_prior.add_(log_lik, alpha=weight), g_prior.add_(g_lik, alpha=weight)
 
     # -- likelihood ------------------------------------------------------------------
 
@@ -302,16 +323,18 @@ class GaussianMixtureModel(Model):
         The data index is last because torch reduces slowly over a short
         last dimension. ``scale=LOG2_E`` gives it in bits (``_bits``).
         """
-        M = theta.shape[0]
+        return self._joint_from(self._parts(theta), X, prepared, scale)
+
+    def _joint_from(self, parts, X, prepared=None, scale=1.0):
+        """:meth:`_log_joint` from the parameter maps of :meth:`_parts`."""
         K, D = self.n_components, self.n_features
-        logits, means, log_var = self._split(theta)
-        log_w = self._log_weights(logits)
-        precision = torch.exp(-log_var)  # [M, K, D]
+        means, log_var, precision = parts.means, parts.log_var, parts.precision  # [M, K, D]
+        M = means.shape[0]
         # -sum_j (x_j - m_j)^2 p_j / 2 expanded, with the constant of each
         # component as a third block: one [M K, 2D + 1] x [2D + 1, B] product
         # gives the joint, with no [M, K, B, D] (or further [M, K, B]) tensor.
-        const = log_w - 0.5 * ((means.square() * precision).sum(2) + log_var.sum(2)
-                               + D * _LOG_2PI)
+        const = parts.log_w - 0.5 * ((means.square() * precision).sum(2) + log_var.sum(2)
+                                     + D * _LOG_2PI)
         coef = torch.cat([-0.5 * precision, means * precision, const[:, :, None]], dim=2)
         features = _joint_features(X) if prepared is None else prepared["features"]
         return ((scale * coef.reshape(M * K, 2 * D + 1)) @ features.T).reshape(M, K, -1)
@@ -350,21 +373,22 @@ class GaussianMixtureModel(Model):
         once halves its cost against :meth:`log_likelihood` plus
         :meth:`grad_log_likelihood` separately.
         """
+        return self._log_likelihood_and_grad(self._parts(theta), batch)
+
+    def _log_likelihood_and_grad(self, parts, batch):
         X = batch[0]
-        M, B = theta.shape[0], X.shape[0]
+        M, B = parts.means.shape[0], X.shape[0]
         K, D = self.n_components, self.n_features
-        _, means, log_var = self._split(theta)
+        means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
         # [M, K, B], overwritten by the responsibilities
-        joint = self._log_joint(theta, X, prepared, scale=LOG2_E)
+        joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
         log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True)
         features = _joint_features(X) if prepared is None else prepared["features"]
         # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
-        moments = (resp.reshape(M * K, B) @ features).reshape(M, K, 2 * D + 1)
+        moments = weighted_row_sums(resp.reshape(M * K, B), features).reshape(M, K, 2 * D + 1)
         S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
-        weights = self._log_weights(theta[:, : K - 1]).exp()
-        g_logits = Nk[:, : K - 1] - B * weights[:, : K - 1]
-        precision = torch.exp(-log_var)
+        g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
         Nk3 = Nk[:, :, None]
         g_means = (S1 - Nk3 * means) * precision
         sq = S2 - 2.0 * means * S1 + Nk3 * means.square()

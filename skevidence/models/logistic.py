@@ -6,7 +6,7 @@ import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
                     summed_log_normalizer_bits_)
-from .base import GaussianPriorModel, PreparedBatch
+from .base import GaussianPriorModel, PreparedBatch, weighted_row_sums
 
 __all__ = ["LogisticRegressionModel"]
 
@@ -170,10 +170,7 @@ class LogisticRegressionModel(GaussianPriorModel):
     def _expected_statistics(self, proba, X):
         """``sum_n p_n [x_n, 1]`` per particle, ``[M, d]``, from ``proba [M, K, B]``."""
         M, K, B = proba.shape
-        if M * K <= X.shape[1]:  # one or two particles: the plain product is 2-6x faster
-            expected = (proba.reshape(M * K, B) @ X).reshape(M, -1)
-        else:  # many: the transposed one is faster by up to a half
-            expected = (X.T @ proba.reshape(M * K, B).T).T.reshape(M, -1)
+        expected = weighted_row_sums(proba.reshape(M * K, B), X).reshape(M, -1)
         if not self.fit_intercept:
             return expected
         return torch.cat([expected, proba.sum(2)], dim=1)
