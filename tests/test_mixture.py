@@ -162,8 +162,10 @@ def test_rescaling_the_data_shifts_the_evidence_by_the_jacobian(n_components):
     # With the priors on the data's scale and the same random_state the
     # particle paths are scale-equivariant (every step of the sampler is),
     # so the shift is exact up to rounding: the measured deviation from
-    # -N D log c was below 1e-9 nats for c = 1e-3 and 1e4 on these data
-    # (and on iris with 1 and 2 components); 1e-6 leaves room for rounding.
+    # -N D log c was 1.3e-6 to 5.1e-6 nats for c = 1e-3 and 1e4 and 1 and 2
+    # components (below 1e-9 before the moves summed the responsibilities
+    # in single precision, whose rounding differs with the scale); 1e-4
+    # leaves room for rounding, not for a flipped accept decision.
     # (A single-precision warm-up, warmup_dtype="float32", rounds differently
     # at each scale, which flips Metropolis decisions: pinned to double here.)
     X = X3[:300]
@@ -173,6 +175,6 @@ def test_rescaling_the_data_shifts_the_evidence_by_the_jacobian(n_components):
     base = EvidenceGMM(**params).fit(X).log_evidence_
     for c in (1e-3, 1e4):
         scaled = EvidenceGMM(**params).fit(X * c)
-        assert scaled.log_evidence_ + N * D * math.log(c) == pytest.approx(base, abs=1e-6)
+        assert scaled.log_evidence_ + N * D * math.log(c) == pytest.approx(base, abs=1e-4)
     exact = EvidenceGMM(n_components=1).exact_log_evidence
     assert exact(X * 1e4) + N * D * math.log(1e4) == pytest.approx(exact(X), abs=1e-8)

@@ -180,9 +180,9 @@ def _tempered_terms(model, state, chunk, lam, dtype):
         summary = {key: lam * value if past is None else past[key] + lam * value
                    for key, value in chunk_summary.items()}
         return [(1.0, _prepared_summary(model, summary, dtype))]
-    terms = [(lam, model.prepare_batch(_cast_batch(chunk, dtype)))]
+    terms = [(lam, model.prepare_move_batch(_cast_batch(chunk, dtype)))]
     if state.n_seen > 0:
-        terms.append((1.0, model.prepare_batch(_cast_batch(state.reservoir.data(), dtype))))
+        terms.append((1.0, model.prepare_move_batch(_cast_batch(state.reservoir.data(), dtype))))
     return terms
 
 

@@ -267,6 +267,16 @@ class Model:
         """
         return batch
 
+    def prepare_move_batch(self, batch):
+        """:meth:`prepare_batch` for the engine's Metropolis-adjusted moves alone.
+
+        Their accept step corrects any error of the gradient, and an error
+        of the log density far below a nat changes nothing, so a model may
+        prepare a faster, less exact evaluation here than for the climbs
+        and sums whose numbers are kept. The default is :meth:`prepare_batch`.
+        """
+        return self.prepare_batch(batch)
+
     def posterior_scale(self, theta, n_eff):
         """Approximate posterior standard deviation of every coordinate, ``[M, d]``.
 

@@ -17,6 +17,7 @@ those maps the log-Jacobians are ``sum_k log w_k`` for the weights and
 both.
 """
 
+import functools
 import itertools
 import math
 from typing import NamedTuple
@@ -268,6 +269,7 @@ class GaussianMixtureModel(Model):
         weights = weights.clamp_min(torch.finfo(dtype).tiny)
         return self.pack(weights, means, variances)
 
+    @functools.cached_property
     def _log_prior_constant(self):
         K, D = self.n_components, self.n_features
         a, b, alpha = self.variance_shape, self.variance_scale, self.weight_concentration
@@ -298,7 +300,7 @@ class GaussianMixtureModel(Model):
         scaled = (parts.means - m0) * parts.precision / c  # minus the means' gradient
         t = torch.addcmul(b * parts.precision, parts.means - m0, scaled, value=0.5)
         log_prior = (alpha * parts.log_w.sum(1) - torch.add(t, parts.log_var, alpha=a + 0.5)
-                     .sum((1, 2)) + self._log_prior_constant())
+                     .sum((1, 2)) + self._log_prior_constant)
         g_logits = alpha - K * alpha * parts.log_w[:, : K - 1].exp()
         M = scaled.shape[0]
         return log_prior, torch.cat([g_logits, scaled.reshape(M, -1).neg(),
@@ -316,6 +318,14 @@ class GaussianMixtureModel(Model):
     def prepare_batch(self, batch):
         """The batch with its features ``[x^2, x, 1]`` (the right factor of ``_log_joint``)."""
         return PreparedBatch(batch, features=_joint_features(batch[0]))
+
+    def prepare_move_batch(self, batch):
+        """:meth:`prepare_batch` that also has the moves sum the responsibilities in single
+        precision (:meth:`_log_likelihood_and_grad`)."""
+        features = _joint_features(batch[0])
+        if features.dtype != torch.float64:
+            return PreparedBatch(batch, features=features)
+        return PreparedBatch(batch, features=features, single_features=features.float())
 
     def _log_joint(self, theta, X, prepared=None, scale=1.0):
         """``scale (log w_k + log N(x_b | mean_k, diag var_k))``, laid out ``[M, K, B]``.
@@ -376,17 +386,34 @@ class GaussianMixtureModel(Model):
         return self._log_likelihood_and_grad(self._parts(theta), batch)
 
     def _log_likelihood_and_grad(self, parts, batch):
+        """:meth:`log_likelihood_and_grad` from the parameter maps of :meth:`_parts`.
+
+        From a batch of :meth:`prepare_move_batch` the powers of the joint,
+        the responsibilities and their sums over the rows are single
+        precision (1.5x faster at 500-2000 rows, one thread): the joint,
+        whose expanded square cancels, and the logarithms stay double, so
+        the log likelihood errs by about 1e-9 of itself; the gradient, whose
+        variance terms cancel, by up to 1e-4 of its largest entry (data 40
+        standard deviations from the origin), which the moves' accept step
+        corrects.
+        """
         X = batch[0]
         M, B = parts.means.shape[0], X.shape[0]
         K, D = self.n_components, self.n_features
         means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
+        single = prepared is not None and "single_features" in prepared
         # [M, K, B], overwritten by the responsibilities
         joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
-        log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True)
-        features = _joint_features(X) if prepared is None else prepared["features"]
+        log_lik, resp = summed_log_normalizer_bits_(
+            joint, with_proba=True, proba_dtype=torch.float32 if single else None)
+        if single:
+            features = prepared["single_features"]
+        else:
+            features = _joint_features(X) if prepared is None else prepared["features"]
         # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
-        moments = weighted_row_sums(resp.reshape(M * K, B), features).reshape(M, K, 2 * D + 1)
+        moments = weighted_row_sums(resp.reshape(M * K, B), features).reshape(
+            M, K, 2 * D + 1).to(means.dtype)
         S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
         g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
         Nk3 = Nk[:, :, None]
