@@ -325,7 +325,9 @@ class GaussianMixtureModel(Model):
         features = _joint_features(batch[0])
         if features.dtype != torch.float64:
             return PreparedBatch(batch, features=features)
-        return PreparedBatch(batch, features=features, single_features=features.float())
+        # The buffers of the single-precision powers, by particle count (the moves reuse them).
+        return PreparedBatch(batch, features=features, single_features=features.float(),
+                             buffers={})
 
     def _log_joint(self, theta, X, prepared=None, scale=1.0):
         """``scale (log w_k + log N(x_b | mean_k, diag var_k))``, laid out ``[M, K, B]``.
@@ -403,10 +405,15 @@ class GaussianMixtureModel(Model):
         means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
         single = prepared is not None and "single_features" in prepared
-        # [M, K, B], overwritten by the responsibilities
+        # [M, K, B], overwritten by the responsibilities (or they go to a buffer)
         joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
-        log_lik, resp = summed_log_normalizer_bits_(
-            joint, with_proba=True, proba_dtype=torch.float32 if single else None)
+        out = None
+        if single:
+            out = prepared["buffers"].get(M)
+            if out is None:
+                out = prepared["buffers"][M] = torch.empty(
+                    (M, K, B), dtype=torch.float32, device=joint.device)
+        log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
         if single:
             features = prepared["single_features"]
         else:

@@ -228,6 +228,12 @@ def test_move_batch_sums_in_single_precision_and_errs_only_at_its_rounding():
     assert not torch.equal(grad_single, grad)  # the single-precision path was taken
     torch.testing.assert_close(log_lik_single, log_lik, rtol=5e-9, atol=0.0)
     torch.testing.assert_close(grad_single, grad, rtol=0.0, atol=1e-3 * float(grad.abs().max()))
+    # The buffer of the powers is reused, per particle count.
+    for a, b in zip(model.log_likelihood_and_grad(theta[:3], single),
+                    model.log_likelihood_and_grad(theta[:3], exact)):
+        torch.testing.assert_close(a, b, rtol=5e-9, atol=1e-3 * float(grad.abs().max()))
+    again = model.log_likelihood_and_grad(theta, single)
+    assert torch.equal(again[0], log_lik_single) and torch.equal(again[1], grad_single)
     joint, joint_grad = model.log_joint_and_grad(theta, single, 0.3)
     torch.testing.assert_close(joint, model.log_prior(theta) + 0.3 * log_lik, rtol=5e-9,
                                atol=0.0)
