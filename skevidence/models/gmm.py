@@ -25,7 +25,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
+from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer,
+                    summed_log_normalizer_bits_)
 from .base import Model, PreparedBatch, row_blocks, weighted_row_sums
 
 __all__ = ["GaussianMixtureModel"]
@@ -326,7 +327,6 @@ class GaussianMixtureModel(Model):
         features = _joint_features(batch[0])
         if features.dtype != torch.float64:
             return PreparedBatch(batch, features=features)
-        # The buffers of the single-precision powers, by particle count (the moves reuse them).
         return PreparedBatch(batch, features=features, single_features=features.float(),
                              buffers={})
 
@@ -405,17 +405,11 @@ class GaussianMixtureModel(Model):
         K, D = self.n_components, self.n_features
         means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
-        single = prepared is not None and "single_features" in prepared
         # [M, K, B], overwritten by the responsibilities (or they go to a buffer)
         joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
-        out = None
-        if single:
-            out = prepared["buffers"].get(M)
-            if out is None:
-                out = prepared["buffers"][M] = torch.empty(
-                    (M, K, B), dtype=torch.float32, device=joint.device)
+        out = single_precision_buffer(prepared, joint.shape, joint.device)
         log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
-        if single:
+        if out is not None:
             features = prepared["single_features"]
         else:
             features = _joint_features(X) if prepared is None else prepared["features"]
