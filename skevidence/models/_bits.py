@@ -49,10 +49,11 @@ def summed_log_normalizer_bits_(bits, with_proba=False, out=None):
     takes the powers and the softmax: the shifted powers lie in ``[0, 1]``
     and their sums in ``[1, K]``, so single precision loses no range and
     halves the cost of the exponentials; the shift and the sum of the
-    logarithms stay in the dtype of ``bits``. A buffer reused from call to
-    call, since a fresh one of another size than ``bits`` each call makes
-    the allocator map new pages every time (1200 page faults a call at
-    ``[128, 5, 500]``, twice the call's time).
+    logarithms stay in the dtype of ``bits``. Pass a buffer reused from
+    call to call: a fresh one each call, of another size than ``bits``,
+    made the allocator map new pages every time (1200 page faults a call
+    at ``[128, 5, 500]``; the mixture's call took 3.2-4.1 ms instead of
+    1.1-1.4).
     """
     powers, top = _shifted_powers_(bits, out)
     total = powers.sum(1)

@@ -298,8 +298,9 @@ class GaussianMixtureModel(Model):
         K = self.n_components
         alpha, a, c = self.weight_concentration, self.variance_shape, self.mean_variance_factor
         m0, b = self._prior_location(parts.means)
-        scaled = (parts.means - m0) * parts.precision / c  # minus the means' gradient
-        t = torch.addcmul(b * parts.precision, parts.means - m0, scaled, value=0.5)
+        centred = parts.means - m0
+        scaled = centred * parts.precision / c  # minus the means' gradient
+        t = torch.addcmul(b * parts.precision, centred, scaled, value=0.5)
         log_prior = (alpha * parts.log_w.sum(1) - torch.add(t, parts.log_var, alpha=a + 0.5)
                      .sum((1, 2)) + self._log_prior_constant)
         g_logits = alpha - K * alpha * parts.log_w[:, : K - 1].exp()
@@ -393,7 +394,7 @@ class GaussianMixtureModel(Model):
 
         From a batch of :meth:`prepare_move_batch` the powers of the joint,
         the responsibilities and their sums over the rows are single
-        precision (1.5x faster at 500-2000 rows, one thread): the joint,
+        precision (those steps 1.5x faster at 500-2000 rows, one thread): the joint,
         whose expanded square cancels, and the logarithms stay double, so
         the log likelihood errs by about 1e-9 of itself; the gradient, whose
         variance terms cancel, by up to 1e-4 of its largest entry (data 40
