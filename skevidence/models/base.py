@@ -93,7 +93,9 @@ class Model:
     Gradients come from autograd through these methods; a model may
     override :meth:`grad_log_prior`, :meth:`grad_log_likelihood` and
     :meth:`log_likelihood_sum` with a closed form where that is faster
-    (and :meth:`log_joint_and_grad`, where prior and likelihood combine);
+    (and :meth:`log_joint_and_grad`, where prior and likelihood combine;
+    :meth:`prepare_batch` and :meth:`prepare_move_batch` prepare the data
+    that the exact moves evaluate at every step);
     :meth:`fisher_information` and
     :meth:`prior_precision` give a preconditioner for many parameters, and
     :meth:`summarize` lets the moves stay exact on long streams. Compute
