@@ -68,7 +68,6 @@ EMPTY_COUNT = 0.1
 class _Parts(NamedTuple):
     """The blocks of ``theta [M, d]`` and the maps of them that every density reads."""
 
-    logits: torch.Tensor  # [M, K - 1]
     means: torch.Tensor  # [M, K, D]
     log_var: torch.Tensor  # [M, K, D]
     log_w: torch.Tensor  # [M, K]
@@ -129,7 +128,7 @@ class GaussianMixtureModel(Model):
     def _parts(self, theta):
         """``theta``'s blocks with its log-weights and precisions, computed once."""
         logits, means, log_var = self._split(theta)
-        return _Parts(logits, means, log_var, self._log_weights(logits), torch.exp(-log_var))
+        return _Parts(means, log_var, self._log_weights(logits), torch.exp(-log_var))
 
     def _log_weights(self, logits):
         full = torch.cat([logits, logits.new_zeros(logits.shape[0], 1)], dim=1)
