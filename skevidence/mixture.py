@@ -132,8 +132,10 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     # A longer exact warm-up (the posterior stays far from Gaussian longer), in double
     # precision (single precision's rounding can lose a light component on long streams).
+    # Half the SGHMC steps in the late phase (past 4 * warmup_size, 8000 rows).
     _engine_defaults = {"precondition": "model", "control_variate": "particle",
-                        "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000}
+                        "exact_warmup": True, "warmup_factor": 2, "warmup_size": 2000,
+                        "late_burnin_factor": 0.5}
 
     _parameter_constraints = {
         **BaseEvidenceEstimator._parameter_constraints,
