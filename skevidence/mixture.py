@@ -104,7 +104,9 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
     Fisher information, shared by component in the adjusted moves. The
     warm-up up to 2000 observations (the linear models: 1000) is
     Metropolis-adjusted, since the posterior of a mixture stays far from
-    Gaussian for longer (:ref:`settings`).
+    Gaussian for longer (:ref:`settings`); past 8000 observations, where
+    it is near Gaussian, the SGHMC moves take half of ``n_burnin`` steps
+    (``late_burnin_factor=0.5`` in ``engine_options``; 1.0 keeps all).
 
     References
     ----------
