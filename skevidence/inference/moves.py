@@ -61,7 +61,7 @@ def moves_per_step(state, config):
 def sghmc_steps(state, config):
     """Steps of an SGHMC move: :func:`moves_per_step`, scaled by ``late_burnin_factor``
     (at least one) once ``LATE_START * warmup_size`` observations are seen."""
-    if state.n_seen < LATE_START * config.warmup_size or config.late_burnin_factor == 1.0:
+    if state.n_seen < LATE_START * config.warmup_size:
         return moves_per_step(state, config)
     return max(1, round(config.late_burnin_factor * config.n_burnin))
 
