@@ -104,10 +104,10 @@ class ControlVariate:
                 move_anchor=False):
         """Move the references to ``new_ref``.
 
-        ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``
-        over the stored data ``S``: exact when the store holds every
-        observation, and a low-variance estimate when it is a bounded
-        reservoir (the difference of gradients is small). With
+        The sums at ``new_ref`` over the stored data ``S``: when the store
+        holds every observation, exactly; when it is a bounded reservoir,
+        ``G_new = G_old + (n / |S|) sum_{y in S} [g(y, new) - g(y, old)]``,
+        a low-variance estimate (the difference of gradients is small). With
         ``second_order``, once the data have doubled (or with
         ``move_anchor``) the anchor moves to ``anchor [d]`` (default: the
         shared reference) too, and
@@ -120,10 +120,12 @@ class ControlVariate:
         R = new_ref.shape[0]
         moves_anchor = self.second_order and (
             move_anchor or n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
-        # One pass over the store for the new and old references.
-        sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
         scale = n_seen / batch_size_of(store)
-        self.grad_sum = self.grad_sum + (sums[:R] - sums[R:]) * scale
+        if batch_size_of(store) == n_seen:  # no pass at the old references
+            self.grad_sum = full_gradient_sum(model, new_ref, store)
+        else:  # one pass over the sample for the new and old references
+            sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
+            self.grad_sum = self.grad_sum + (sums[:R] - sums[R:]) * scale
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
         if moves_anchor:
