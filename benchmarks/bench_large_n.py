@@ -11,6 +11,7 @@ paper's priors ``mean_prior=0``, ``variance_scale=1``).
     OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py                 # N = 1e6, all three
     OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --n 1e5 --models logistic
     OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --profile 20    # cProfile, top 20
+    python benchmarks/bench_large_n.py --models gmm --parts              # seconds per part
 
 Columns: model, N, wall and process CPU seconds of the whole stream
 (the CPU time of a one-thread run is the fair number on a shared machine;
@@ -22,13 +23,22 @@ its error against the exact value (linear regression) or, for the
 logistic model, against the Laplace approximation at the posterior mode
 (within 0.05 nats of an importance-sampling reference at N = 1e4 and 0.03
 at N = 1e5, benchmarks/bench_logistic_stream.py); the mixture has no
-reference at this N. ``--options`` passes estimator parameters, e.g.
+reference at this N. ``--parts`` adds a table of the CPU seconds of each
+decade of the stream and of the parts of the run that take them (each
+exclusive of the others nested in it): the warm-up's exact moves, the
+SGHMC moves, the control variate's refreshes, the importance folds, the
+searches for missed modes (all in ``skevidence.inference``) and the
+estimators' checks (``_trust``); "other" is the rest (annealing
+increments, the chunks' likelihoods, resampling, bookkeeping).
+``--options`` passes estimator parameters, e.g.
 ``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
 """
 
 import argparse
 import ast
+import contextlib
 import cProfile
+import functools
 import math
 import os
 import pstats
@@ -38,11 +48,13 @@ import numpy as np
 import torch
 
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
+from skevidence import _trust
 from skevidence.datasets import (
     make_gaussian_mixture,
     make_linear_regression,
     make_logistic_regression,
 )
+from skevidence.inference import moves, sgais
 from skevidence.models import LogisticRegressionModel
 
 # The paper's models as explicit parameter values (bench_linreg.py, bench_gmm.py).
@@ -97,19 +109,75 @@ def setup(name, n, options=None):
     return EvidenceGMM(**{**GMM_PAPER, **options}), (X,), {}, None
 
 
-def stream(est, data, kwargs, n_blocks):
-    """CPU and wall seconds of each block fed to ``partial_fit``, and the block ends."""
+# --parts: (label, owner, attribute) of the functions timed; sgais calls the moves
+# by the names it imported, so both modules' names are replaced.
+PARTS = [("warm-up", (moves, sgais), "exact_move"), ("sghmc", (moves, sgais), "sghmc_move"),
+         ("cv refresh", (sgais,), "refresh_reference"), ("folds", (sgais,), "fold_in_importance"),
+         ("search", (sgais,), "move_to_missed_mode"),
+         ("checks", (_trust.TrustDiagnosticsMixin,), "_posterior_gap")]
+
+
+@contextlib.contextmanager
+def timed_parts(seconds):
+    """Add each part's CPU seconds, exclusive of the parts nested in it, to ``seconds[label]``."""
+    nested = [0.0]  # seconds of the timed calls inside the current one
+
+    def timed(label, f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            outer, nested[0] = nested[0], 0.0
+            start = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                spent = time.process_time() - start
+                seconds[label] = seconds.get(label, 0.0) + spent - nested[0]
+                nested[0] = outer + spent
+        return wrapper
+
+    saved = [(owner, name, getattr(owner, name)) for _, owners, name in PARTS for owner in owners]
+    wrapped = {name: timed(label, getattr(owners[0], name)) for label, owners, name in PARTS}
+    for owner, name, _ in saved:
+        setattr(owner, name, wrapped[name])
+    try:
+        yield
+    finally:
+        for owner, name, f in saved:
+            setattr(owner, name, f)
+
+
+def stream(est, data, kwargs, n_blocks, parts=None):
+    """CPU and wall seconds of each block fed to ``partial_fit``, and the block ends;
+    ``parts``, a list, gets each block's seconds per part (:func:`timed_parts`)."""
     n = len(data[0])
     block = max(est.batch_size, n // n_blocks // est.batch_size * est.batch_size)
     cpu, wall, ends = [], [], []
     for start in range(0, n, block):
         part = tuple(a[start : start + block] for a in data)
         c, w = time.process_time(), time.perf_counter()
-        est.partial_fit(*part, **kwargs)
+        seconds = {}
+        with timed_parts(seconds) if parts is not None else contextlib.nullcontext():
+            est.partial_fit(*part, **kwargs)
         cpu.append(time.process_time() - c)
         wall.append(time.perf_counter() - w)
         ends.append(min(start + block, n))
+        if parts is not None:
+            parts.append(seconds)
     return np.array(cpu), np.array(wall), np.array(ends)
+
+
+def print_parts(cpu, ends, parts):
+    """CPU seconds per decade of the stream, in all and per part."""
+    labels = [label for label, _, _ in PARTS] + ["other"]
+    print(f"{'rows to':>9} {'CPU s':>7} " + " ".join(f"{label:>10}" for label in labels))
+    lo = 0
+    for hi in sorted({10 ** math.ceil(math.log10(e)) for e in ends}):
+        mask = (ends > lo) & (ends <= hi)
+        total = cpu[mask].sum()
+        sums = [sum(p.get(label, 0.0) for p, m in zip(parts, mask) if m) for label in labels[:-1]]
+        row = sums + [total - sum(sums)]
+        print(f"{min(hi, ends[-1]):>9d} {total:>7.1f} " + " ".join(f"{x:>10.1f}" for x in row))
+        lo = hi
 
 
 def per_1e5(cpu, ends, lo, hi):
@@ -127,6 +195,8 @@ def main():
     parser.add_argument("--blocks", type=int, default=100, help="partial_fit calls per stream")
     parser.add_argument("--profile", type=int, default=0,
                         help="print the top PROFILE functions of a cProfile of each stream")
+    parser.add_argument("--parts", action="store_true",
+                        help="print the CPU seconds of each decade of the stream, by part")
     parser.add_argument("--options", default="{}",
                         help="estimator parameters for every model (a Python dict literal)")
     args = parser.parse_args()
@@ -142,7 +212,8 @@ def main():
         profiler = cProfile.Profile() if args.profile else None
         if profiler:
             profiler.enable()
-        cpu, wall, ends = stream(est, data, kwargs, args.blocks)
+        parts = [] if args.parts else None
+        cpu, wall, ends = stream(est, data, kwargs, args.blocks, parts)
         if profiler:
             profiler.disable()
         first, last = per_1e5(cpu, ends, 0, n / 10), per_1e5(cpu, ends, 0.9 * n, n)
@@ -157,6 +228,8 @@ def main():
             err = est.log_evidence_ - ref
             line += f" {err:>+9.3f} {abs(err / ref):>10.1e}"
         print(line, flush=True)
+        if parts is not None:
+            print_parts(cpu, ends, parts)
         if profiler:
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
     print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
