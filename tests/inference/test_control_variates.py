@@ -50,6 +50,33 @@ def test_the_sums_are_exact_over_every_observation():
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
 
 
+def test_a_refresh_over_every_observation_evaluates_the_new_references_alone():
+    # Over a store of every observation the new sums are exact: no pass at the
+    # old references. Over a sample (a bounded reservoir) the difference of
+    # the two is scaled up from it.
+    model, data, theta, mode = _posterior_cloud()
+    n = data[0].shape[0]
+    points = []
+
+    class Counting(LogisticRegressionModel):
+        def grad_log_likelihood(self, theta, batch):
+            points.append(theta.shape[0])
+            return super().grad_log_likelihood(theta, batch)
+
+    counting = Counting(3, 3)
+    cv = ControlVariate(theta_ref=mode[None], grad_sum=full_gradient_sum(model, mode[None], data))
+    cv.refresh(counting, theta[:8], data, n, probes=theta[:4])
+    assert max(points) == 8
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, theta[:8], data))
+    sample = take(data, torch.arange(0, n, 4))
+    before = cv.grad_sum
+    cv.refresh(counting, theta[8:16], sample, n, probes=theta[:4])
+    expected = before + 4 * (full_gradient_sum(model, theta[8:16], sample)
+                             - full_gradient_sum(model, theta[:8], sample))
+    assert max(points) == 16
+    torch.testing.assert_close(cv.grad_sum, expected)
+
+
 def _minibatch_errors(cv, model, data, theta, n_draws, size=200):
     gen = torch.Generator().manual_seed(1)
     n = data[0].shape[0]
