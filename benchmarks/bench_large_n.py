@@ -109,7 +109,7 @@ def setup(name, n, options=None):
     return EvidenceGMM(**{**GMM_PAPER, **options}), (X,), {}, None
 
 
-# --parts: (label, owner, attribute) of the functions timed; sgais calls the moves
+# --parts: (label, owners, name) of the functions timed; sgais calls the moves
 # by the names it imported, so both modules' names are replaced.
 PARTS = [("warm-up", (moves, sgais), "exact_move"), ("sghmc", (moves, sgais), "sghmc_move"),
          ("cv refresh", (sgais,), "refresh_reference"), ("folds", (sgais,), "fold_in_importance"),
