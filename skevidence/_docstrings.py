@@ -22,8 +22,10 @@ def fill(template, **pieces):
 
 _WARMUP_DOC = """While
         fewer than {size} observations have been seen the moves are instead
-        ``2 * n_burnin`` Metropolis-adjusted (generalised HMC) steps{precision}
-        on the exact tempered posterior{why}."""
+        up to ``2 * n_burnin`` Metropolis-adjusted (generalised HMC)
+        steps{precision} on the exact tempered posterior{why}; a move
+        stops early once the particles' correlation with their starting
+        points has settled."""
 
 _WARMUP_WHY = """ (cheap while the data are few):
         small data sets give the least Gaussian posteriors (separable

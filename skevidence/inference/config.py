@@ -113,7 +113,8 @@ default="covariance"
         Metropolis-adjusted on the exact posterior.
     warmup_factor : int, default=2
         Moves per annealing step are ``n_burnin * warmup_factor`` during
-        the warm-up.
+        the warm-up (at most: the exact moves over rows stop early where
+        the particles' correlation with their starting points has settled).
     integrator : {"baoab", "sghmc"}, default="baoab"
         Integrator of the stochastic-gradient moves: the BAOAB splitting of
         the Langevin dynamics, exact in distribution for a Gaussian target

@@ -139,8 +139,17 @@ def baoab(theta, grad_log_density, n_steps, step_size, momentum_decay, chol, gen
     return theta
 
 
-def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, generator):
-    """``n_steps`` of generalised HMC (Horowitz 1991): the dynamics of :func:`baoab`, made exact.
+# The settling test of :func:`ghmc`: every SETTLE_BLOCK steps, from the
+# second block on, it compares each coordinate's correlation across the
+# particles with their starting points against the last block's.
+SETTLE_BLOCK = 5
+SETTLE_SHARE = 0.9
+
+
+def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, generator,
+         settle=None):
+    """At most ``n_steps`` of generalised HMC (Horowitz 1991): the dynamics of
+    :func:`baoab`, made exact.
 
     ``log_density_and_grad(theta)`` returns the target's log density ``[M]``
     and its gradient ``[M, d]``, both exact. Every step refreshes a part
@@ -150,7 +159,17 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     and reverses the momentum. The target is invariant at any step size, a
     step that would diverge is rejected, and the persistent momentum moves
     the particles much further per gradient than Langevin proposals do.
-    Returns the new particles and the mean acceptance rate.
+
+    ``settle`` stops the move once the particles' dependence on where they
+    started no longer falls: every ``SETTLE_BLOCK`` steps the correlation
+    of each coordinate with its starting value, across the particles, is
+    compared with the last block's, and the move stops where it changed
+    by less than ``settle`` in at least ``SETTLE_SHARE`` of the
+    coordinates. The correlation is scale-free and settles where the
+    particles have mixed as far as the steps can take them (above zero
+    for a cloud spread over modes that the steps do not cross); a slowly
+    mixing direction keeps it falling and the move going. Returns the new
+    particles and the mean acceptance rate.
     """
     M, d = theta.shape
     eps = math.sqrt(step_size)
@@ -160,9 +179,10 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     g = _times_factor(g, chol)  # the gradient in the coordinates L^{-1} theta
     p = _gaussian(M, d, generator, theta)
     accepted = []
+    settling = None if settle is None else _Settling(theta, settle)
     # Few torch calls per step, since on small tensors each costs more than its arithmetic;
     # a NaN log ratio rejects by itself (NaN < x is False).
-    for _ in range(n_steps):
+    for step in range(1, n_steps + 1):
         p = torch.add(p.mul_(keep), _gaussian(M, d, generator, theta), alpha=refresh)
         p_half = torch.add(p, g, alpha=0.5 * eps)
         proposal = torch.add(theta, _times_factor_t(p_half, chol), alpha=eps)
@@ -180,6 +200,31 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
         g = torch.where(column, g_new, g)
         p = torch.where(column, p_new, p.neg_())
         accepted.append(accept)
+        if settling is not None and step % SETTLE_BLOCK == 0 and settling.settled(theta):
+            break
     if not accepted:
         return theta, 0.0
-    return theta, float(torch.stack(accepted).sum()) / (n_steps * M)
+    return theta, float(torch.stack(accepted).sum()) / (len(accepted) * M)
+
+
+class _Settling:
+    """The settling test of :func:`ghmc`: the correlation of each coordinate of the
+    particles with its starting value, block after block."""
+
+    def __init__(self, start, tolerance):
+        self.start = start - start.mean(0)
+        self.start_norm = self.start.norm(dim=0)
+        self.tolerance = tolerance
+        self.last = None
+
+    def settled(self, theta):
+        """Whether the correlation changed by less than the tolerance since the last
+        block in at least SETTLE_SHARE of the coordinates (records it)."""
+        centred = theta - theta.mean(0)
+        scale = (self.start_norm * centred.norm(dim=0)).clamp_min(torch.finfo(theta.dtype).tiny)
+        correlation = (self.start * centred).sum(0) / scale
+        last, self.last = self.last, correlation
+        if last is None:
+            return False
+        steady = (correlation - last).abs() < self.tolerance
+        return float(steady.double().mean()) >= SETTLE_SHARE
