@@ -167,9 +167,11 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
     by less than ``settle`` in at least ``SETTLE_SHARE`` of the
     coordinates. The correlation is scale-free and settles where the
     particles have mixed as far as the steps can take them (above zero
-    for a cloud spread over modes that the steps do not cross); a slowly
-    mixing direction keeps it falling and the move going. Returns the new
-    particles and the mean acceptance rate.
+    for a cloud spread over modes that the steps do not cross). More than
+    a tenth of the coordinates still losing more than ``settle`` of their
+    correlation a block keep the move going; a direction slower than
+    that counts as settled. Returns the new particles and the mean
+    acceptance rate.
     """
     M, d = theta.shape
     eps = math.sqrt(step_size)
@@ -200,7 +202,8 @@ def ghmc(theta, log_density_and_grad, n_steps, step_size, momentum_decay, chol, 
         g = torch.where(column, g_new, g)
         p = torch.where(column, p_new, p.neg_())
         accepted.append(accept)
-        if settling is not None and step % SETTLE_BLOCK == 0 and settling.settled(theta):
+        if (settling is not None and step % SETTLE_BLOCK == 0 and step < n_steps
+                and settling.settled(theta)):
             break
     if not accepted:
         return theta, 0.0
@@ -213,18 +216,21 @@ class _Settling:
 
     def __init__(self, start, tolerance):
         self.start = start - start.mean(0)
-        self.start_norm = self.start.norm(dim=0)
+        # sqrt(M) times the starting spread: the correlation's denominator is
+        # this times the current spread (both population standard deviations)
+        self.start_scale = self.start.norm(dim=0) * math.sqrt(start.shape[0])
         self.tolerance = tolerance
+        self.needed = math.ceil(SETTLE_SHARE * start.shape[1] - 1e-9)  # 0.9 * 10 is 9.000...02
         self.last = None
 
     def settled(self, theta):
         """Whether the correlation changed by less than the tolerance since the last
         block in at least SETTLE_SHARE of the coordinates (records it)."""
-        centred = theta - theta.mean(0)
-        scale = (self.start_norm * centred.norm(dim=0)).clamp_min(torch.finfo(theta.dtype).tiny)
-        correlation = (self.start * centred).sum(0) / scale
+        # (the start is centred, so the current values need not be)
+        spread = theta.var(0, correction=0).sqrt_().mul_(self.start_scale)
+        correlation = (self.start * theta).sum(0) / spread.clamp_min_(
+            torch.finfo(theta.dtype).tiny)
         last, self.last = self.last, correlation
         if last is None:
             return False
-        steady = (correlation - last).abs() < self.tolerance
-        return float(steady.double().mean()) >= SETTLE_SHARE
+        return int(((correlation - last).abs_() < self.tolerance).sum()) >= self.needed
