@@ -216,8 +216,8 @@ class _Settling:
 
     def __init__(self, start, tolerance):
         self.start = start - start.mean(0)
-        # sqrt(M) times the starting spread: the correlation's denominator is
-        # this times the current spread (both population standard deviations)
+        # M times the starting standard deviation (population): times the
+        # current one, the denominator of the correlation
         self.start_scale = self.start.norm(dim=0) * math.sqrt(start.shape[0])
         self.tolerance = tolerance
         self.needed = math.ceil(SETTLE_SHARE * start.shape[1] - 1e-9)  # 0.9 * 10 is 9.000...02
