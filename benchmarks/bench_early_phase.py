@@ -8,7 +8,7 @@ outside the package, the parts of the SGAIS loop
 * ``lik_w``    the chunk's likelihood for the weights (``_chunk_log_likelihood``)
 * ``exact``    Metropolis-adjusted warm-up moves (``moves.exact_move``)
 * ``prep``     the warm-up's per-move copies of chunk and store (``_cast_batch``,
-  ``prepare_batch``)
+  ``prepare_batch``, ``prepare_move_batch``)
 * ``sghmc``    SGHMC moves (``sghmc_move`` outside its warm-up branch)
 * ``cv``       control-variate refreshes and per-chunk gradient sums
 * ``prec``     preconditioner (covariance / curvature Cholesky, ``posterior_scale``)
@@ -19,7 +19,8 @@ outside the package, the parts of the SGAIS loop
 Each part is timed exclusive of the parts nested in it (e.g. the
 preconditioner inside a move counts once, under ``prec``). Model calls
 (``log_likelihood``, ``log_likelihood_sum``, ``grad_log_likelihood``,
-``log_likelihood_and_grad``, outermost call only) are counted with the
+``log_likelihood_and_grad``, ``log_joint_and_grad``: the exact moves'
+call, outermost call only) are counted with the
 observation rows they evaluate (each call covers all particles), and
 their time is shown as ``model``, which is already part of the section
 that made the call; ``s/chk`` is wall seconds per chunk. Counts:
@@ -163,7 +164,7 @@ from skevidence.models.base import batch_size_of
 
 SECTIONS = ("search", "lik(w)", "exact", "prep", "sghmc", "cv", "precond", "resample")
 MODEL_CALLS = ("log_likelihood", "log_likelihood_sum", "grad_log_likelihood",
-               "log_likelihood_and_grad")
+               "log_likelihood_and_grad", "log_joint_and_grad")
 
 
 def make_fit(name, n):
@@ -272,6 +273,8 @@ def instrument(profile, est, time_cap):
                     setattr(model, name, profile.model_call(getattr(model, name)))
             model.posterior_scale = sec("precond", model.posterior_scale)
             model.prepare_batch = sec("prep", model.prepare_batch)
+            if hasattr(model, "prepare_move_batch"):
+                model.prepare_move_batch = sec("prep", model.prepare_move_batch)
             return model
         return make_counted_model
 
