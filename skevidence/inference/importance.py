@@ -44,6 +44,9 @@ NU = 8
 # standard deviation; the draws' weights lose about 1% of their ESS to that).
 N_NEWTON = 10
 CONVERGED_RISE = 0.005
+# Newton steps that predict a rise below this many nats go untested on a
+# single-precision store, whose log density errs by a part of that at 1e6 rows.
+SINGLE_UNCHECKED_RISE = 1.0
 # Rows of the store from which the proposal's curvature is taken, scaled up
 # (relative errors of about sqrt(d / rows) cost a few percent of the ESS).
 CURVATURE_ROWS = 16384
@@ -73,21 +76,25 @@ def applies(model):
 @dataclass(frozen=True)
 class ImportanceEstimate:
     """``log_evidence`` (with half its variance added, as ``log_evidence_``), its
-    delta-method standard deviation ``sqrt(1 / ESS - 1 / n_draws)``, and the ESS
-    as a fraction of the draws."""
+    delta-method standard deviation ``sqrt(1 / ESS - 1 / n_draws)``, the ESS
+    as a fraction of the draws, and the proposal's location (the mode it
+    climbed to, where it climbed)."""
 
     log_evidence: float
     std: float
     ess: float
+    mode: torch.Tensor | None = None
 
 
-def importance_log_evidence(model, particles, weights, store, n_draws, generator):
+def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None):
     """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
     ``particles [M, d]`` with normalised ``weights [M]`` (one particle, weight
     1, for a start point alone) give the start of the climb, their weighted
     mean after relabelling each to the labelling nearest the heaviest
-    particle. ``store`` holds every observation seen. The climb runs in its
+    particle; or ``start [d]``, the mode of an earlier climb (its
+    ``ImportanceEstimate.mode``), where that mean lies within reach of
+    posterior draws around it (:func:`_start_of_climb`). ``store`` holds every observation seen. The climb runs in its
     dtype (single precision is enough there, each block's sum added in
     double), the draws' weights in double. Returns None where the curvature
     is not available or not positive definite, the log density is not
@@ -97,8 +104,10 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     dtype = next(t.dtype for t in store if t.is_floating_point())
     maps = model.relabelling_maps(torch.float64, particles.device)
     particles, weights = particles.to(torch.float64), weights.to(torch.float64)
-    aligned = relabelling.aligned(particles, particles[int(weights.argmax())], maps)
-    climbed = _climb(model, weights @ aligned, store, dtype)
+    heaviest = particles[int(weights.argmax())]
+    aligned = relabelling.aligned(particles, heaviest, maps)
+    climbed = _climb(model, *_start_of_climb(model, weights @ aligned, heaviest, start, maps,
+                                             store, dtype), store, dtype)
     if climbed is None:
         return None
     mode, chol = climbed
@@ -109,22 +118,43 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     return _sample(model, mode, chol, maps, store, n_draws, generator)
 
 
-def _climb(model, theta, store, dtype):
+def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
+    """``(point, chol or None)``: the climb's start and the Cholesky factor of the
+    posterior precision there, if taken. ``start`` (in the labelling nearest
+    ``heaviest``) where the particles' ``mean`` lies within the chi-square's 1 - 1e-4
+    quantile of it in the metric of the curvature there, else ``mean``.
+
+    An earlier climb's mode is a point the posterior of fewer data peaked at,
+    about a posterior standard deviation from this one's once the data have
+    doubled; the particles' mean can be several from it where the posterior
+    is skewed (the paper's mixture at 1.6e5 rows, whose smallest component
+    holds 0.1% of them: the climb from the mean took 220 evaluations over the
+    store, from the last mode 5-10). A start far from the particles' mean is a
+    mode they have left (moved to a missed one, or after a shift in the data).
+    """
+    if start is None:
+        return mean, None
+    start = relabelling.aligned(start.to(mean)[None], heaviest, maps)[0]
+    chol = _curvature_near_mode(model, start, store, dtype)
+    if chol is None or float(((mean - start) @ chol).square().sum()) > _chi2_quantile(len(mean)):
+        return mean, None
+    return start, chol
+
+
+def _climb(model, theta, chol, store, dtype):
     """``(mode, chol)``: Newton from ``theta [d]`` to the mode, and the Cholesky factor of
     the posterior precision there; None where the curvature is not positive definite or
-    the climb does not settle within MAX_CURVATURES curvatures."""
+    the climb does not settle within MAX_CURVATURES curvatures. ``chol``: the factor at
+    ``theta``, if already taken (or None)."""
     log_p_and_grad = _log_posterior(model, store, dtype)
-    curvature_rows = _strided_rows(store, CURVATURE_ROWS)
+    unchecked = SINGLE_UNCHECKED_RISE if dtype == torch.float32 else 0.0
     # The curvature at a start near the mode (the particles' mean) serves the
     # climb and the proposal; a climb that goes further takes it again where it
-    # arrived (each time from a strided subsample: d^2 per row).
+    # arrived.
     for _ in range(MAX_CURVATURES):
-        chol = _curvature_factor(model, theta, curvature_rows, batch_size_of(store), dtype)
-        if chol is None and curvature_rows is not store:
-            # A mixture's small component (a few hundred of 1e5 rows) has a
-            # curvature that a subsample's noise can turn negative.
-            chol = _curvature_factor(model, theta, store, batch_size_of(store), dtype)
-        climb = None if chol is None else _newton(log_p_and_grad, theta, chol)
+        if chol is None:
+            chol = _curvature_near_mode(model, theta, store, dtype)
+        climb = None if chol is None else _newton(log_p_and_grad, theta, chol, unchecked)
         if climb is None:
             return None
         mode, converged = climb
@@ -132,7 +162,20 @@ def _climb(model, theta, store, dtype):
         theta = mode
         if converged and moved <= MAX_CLIMB:
             return mode, chol
+        chol = None
     return None
+
+
+def _curvature_near_mode(model, theta, store, dtype):
+    """:func:`_curvature_factor` at ``theta [d]`` from a strided subsample of the store
+    (d^2 per row), or from the whole store where the subsample's is not positive
+    definite: a mixture's small component (a few hundred of 1e5 rows) has a
+    curvature that a subsample's noise can turn negative."""
+    rows = _strided_rows(store, CURVATURE_ROWS)
+    chol = _curvature_factor(model, theta, rows, batch_size_of(store), dtype)
+    if chol is None and rows is not store:
+        chol = _curvature_factor(model, theta, store, batch_size_of(store), dtype)
+    return chol
 
 
 def _log_posterior(model, store, dtype):
@@ -176,7 +219,7 @@ def importance_at(model, point, store, n_draws, generator):
     theta, log_w = _weighted_draws(model, point, chol, maps, store, n_draws, generator)
     if not bool(torch.isfinite(log_w).all()):
         return None
-    return _estimate(log_w), theta, log_w
+    return _estimate(log_w, point), theta, log_w
 
 
 def _one_mode(aligned, weights, chol, maps):
@@ -187,10 +230,14 @@ def _one_mode(aligned, weights, chol, maps):
     # Squared Mahalanobis distance ||L^T (theta - mean)||^2 = ||(theta - mean) L||^2.
     centred = relabelling.relabelled(aligned, maps) - weights @ aligned
     distance = (centred @ chol).square().sum(-1).amin(1)
-    # The chi-square's quantile (Wilson & Hilferty 1931): within 1% from d = 3 on.
+    return float(weights[distance > _chi2_quantile(d)].sum()) <= CLOUD_OUTSIDE
+
+
+def _chi2_quantile(d):
+    """The 1 - 1e-4 quantile of the chi-square with ``d`` degrees of freedom (Wilson &
+    Hilferty 1931: within 1% from d = 3 on)."""
     c = 2.0 / (9.0 * d)
-    quantile = d * (1.0 - c + _Z_1E4 * math.sqrt(c)) ** 3
-    return float(weights[distance > quantile].sum()) <= CLOUD_OUTSIDE
+    return d * (1.0 - c + _Z_1E4 * math.sqrt(c)) ** 3
 
 
 def _strided_rows(store, n_rows):
@@ -228,13 +275,17 @@ def _differenced_precision(model, theta, rows, scale):
     return -0.5 * (hessian + hessian.T)
 
 
-def _newton(log_p_and_grad, theta, chol):
+def _newton(log_p_and_grad, theta, chol, unchecked):
     """``(theta, converged)`` after Newton steps with the fixed curvature ``chol chol^T``.
 
-    A step whose Newton decrement (the rise it predicts, in nats) is below 1 is
-    taken whole: near the mode a single-precision log density cannot tell a
-    rise of hundredths. Longer ones are halved until they climb. Converged:
-    the last step predicted a rise below CONVERGED_RISE.
+    A step whose Newton decrement (the rise it predicts, in nats) is below
+    ``unchecked`` is taken whole: near the mode a single-precision log density
+    cannot tell a rise of hundredths. Others are halved until they climb: in
+    double precision all of them, as a curvature that misses part of a skewed
+    posterior's (the paper's mixture at 3.2e5 rows, whose smallest component
+    holds 0.1% of them) makes steps of a predicted half nat overshoot, and
+    untested they went back and forth for dozens of steps. Converged: the last
+    step predicted a rise below CONVERGED_RISE.
     """
     log_p, grad = _float64(*log_p_and_grad(theta))
     if not math.isfinite(log_p):
@@ -246,7 +297,7 @@ def _newton(log_p_and_grad, theta, chol):
             return theta, True
         for _ in range(8):
             new_log_p, new_grad = _float64(*log_p_and_grad(theta + step))
-            if math.isfinite(new_log_p) and (rise < 1.0 or new_log_p >= log_p):
+            if math.isfinite(new_log_p) and (rise < unchecked or new_log_p >= log_p):
                 theta, log_p, grad = theta + step, new_log_p, new_grad
                 break
             step, rise = 0.5 * step, 0.5 * rise
@@ -262,7 +313,7 @@ def _float64(log_p, grad):
 def _sample(model, mode, chol, maps, store, n_draws, generator):
     """The estimate from :func:`_weighted_draws` (None where a weight is not finite)."""
     _, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
-    return _estimate(log_w) if bool(torch.isfinite(log_w).all()) else None
+    return _estimate(log_w, mode) if bool(torch.isfinite(log_w).all()) else None
 
 
 def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
@@ -291,14 +342,15 @@ def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
     return theta, log_p - log_q
 
 
-def _estimate(log_w):
-    """The :class:`ImportanceEstimate` of finite log weights ``[n]``."""
+def _estimate(log_w, mode):
+    """The :class:`ImportanceEstimate` of finite log weights ``[n]`` of draws around ``mode``."""
     n_draws = log_w.shape[0]
     log_mean = float(torch.logsumexp(log_w, 0)) - math.log(n_draws)
     w = torch.softmax(log_w, 0)
     ess = 1.0 / float(w.square().sum())
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
-    return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws)
+    return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws,
+                              mode)
 
 
 def _log_t_density(theta, mode, chol, maps):

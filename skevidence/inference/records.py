@@ -110,6 +110,10 @@ class SGAISState:
     fold_var: float = 0.0
     fold_excess: float = 0.0
     fold_nominal: float = 0.0
+    # The mode the last fold's climb reached (where the next climb starts,
+    # importance.importance_log_evidence); None once the particles moved to
+    # another mode.
+    fold_mode: torch.Tensor | None = None
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
     # Searches for modes the particles missed (sgais.move_to_missed_mode):

@@ -254,8 +254,12 @@ def fold_in_importance(model, state, config, n_before):
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     with torch.no_grad():
         estimate = importance.importance_log_evidence(
-            model, state.theta, W, state.reservoir.data(), FOLD_DRAWS, state.generator)
-    if estimate is None or estimate.ess < FOLD_MIN_ESS:
+            model, state.theta, W, state.reservoir.data(), FOLD_DRAWS, state.generator,
+            start=state.fold_mode)
+    if estimate is None:
+        return
+    state.fold_mode = estimate.mode
+    if estimate.ess < FOLD_MIN_ESS:
         return
     open_var = segment_variance(state.log_W)
     running, var_is = state.debiased_log_evidence, max(estimate.std ** 2, 1e-12)
@@ -342,6 +346,7 @@ def _restart_from_draws(model, state, estimate, draws, log_w, generator):
     var = estimate.std ** 2
     state.log_evidence = estimate.log_evidence - 0.5 * var
     state.log_evidence_var = state.weight_var = state.fold_var = var
+    state.fold_mode = None
     if state.cv is not None:
         reference_at_particles(model, state, move_anchor=True)
 
