@@ -207,7 +207,11 @@ default="covariance"
         mixtures), also search for modes the particles missed after the
         first chunk, each time the data seen double and at the end of a
         fit, and move the particles to one whose mass, by importance
-        sampling, dwarfs theirs (``sgais.move_to_missed_mode``). ``False`` keeps the
+        sampling, dwarfs theirs (``sgais.move_to_missed_mode``). For models
+        whose posterior has one mode, also condition the first chunk by
+        importance sampling from a t at its mode instead of annealing from
+        the prior, where the draws' ESS allows (``sgais._start_by_importance``;
+        not with particle growth, ``max_particles``). ``False`` keeps the
         annealing's estimate and particles alone, as the baselines
         ``method="smc"`` and ``"ais"`` always do.
     late_burnin_factor : float, default=1.0

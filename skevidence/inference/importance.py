@@ -35,7 +35,8 @@ from . import relabelling
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
-__all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_at", "applies"]
+__all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_draws", "importance_at",
+           "applies"]
 
 # Degrees of freedom of the proposal (as the references of bench_logistic_stream.py).
 NU = 8
@@ -101,6 +102,13 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     finite, or (for a model not declared unimodal) the particles spread over
     more than one mode.
     """
+    found = importance_draws(model, particles, weights, store, n_draws, generator, start)
+    return None if found is None else found[0]
+
+
+def importance_draws(model, particles, weights, store, n_draws, generator, start=None):
+    """``(estimate, draws [n_draws, d], log_weights [n_draws])`` of
+    :func:`importance_log_evidence`, or None where it gives none."""
     dtype = next(t.dtype for t in store if t.is_floating_point())
     maps = model.relabelling_maps(torch.float64, particles.device)
     particles, weights = particles.to(torch.float64), weights.to(torch.float64)
@@ -115,7 +123,10 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     # (which may lag or spread wide: what the estimate is there to check).
     if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
         return None
-    return _sample(model, mode, chol, maps, store, n_draws, generator)
+    theta, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
+    if not bool(torch.isfinite(log_w).all()):
+        return None
+    return _estimate(log_w, mode), theta, log_w
 
 
 def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
@@ -308,12 +319,6 @@ def _newton(log_p_and_grad, theta, chol, unchecked):
 
 def _float64(log_p, grad):
     return float(log_p[0]), grad[0].to(torch.float64)
-
-
-def _sample(model, mode, chol, maps, store, n_draws, generator):
-    """The estimate from :func:`_weighted_draws` (None where a weight is not finite)."""
-    _, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
-    return _estimate(log_w, mode) if bool(torch.isfinite(log_w).all()) else None
 
 
 def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):

@@ -58,7 +58,9 @@ def _first_batch_steps(noise_std):
     X, y = make_linear_regression(500, noise_std=noise_std, random_state=1)
     # prior_std is in units of the noise: 1 / noise_std keeps the weights'
     # prior at N(0, 1) while the likelihood's precision grows.
+    # (the annealing from the prior: no importance-sampling start)
     reg = EvidenceLinearRegression(noise_std=noise_std, prior_std=1.0 / noise_std, n_burnin=2,
+                                   engine_options={"fold_importance": False},
                                    random_state=0).fit(X, y)
     return int(reg.evidence_trace_["n_annealing_steps"].sum())
 
@@ -81,7 +83,8 @@ def test_a_chunk_with_many_annealing_steps_warns_and_a_normal_one_does_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sgais.update(model, state, quiet, (X, y))
-    strict = sgais.SGAISConfig(n_particles=32, n_burnin=2, annealing_steps_warning=3)
+    strict = sgais.SGAISConfig(n_particles=32, n_burnin=2, annealing_steps_warning=3,
+                               fold_importance=False)  # the first chunk annealed
     state = sgais.init(model, strict, torch.Generator().manual_seed(0))
     with pytest.warns(sgais.AnnealingWarning, match="prior-data conflict"):
         state = sgais.update(model, state, strict, (X, y))

@@ -296,10 +296,14 @@ def test_estimate_and_annealing_are_equivariant_under_units_and_shifts_of_y():
     # The sampler works in the prior's units, which follow y: y * 1e6 and
     # y + 1e4 move the same particles, so the annealing steps per chunk are
     # those of y and the estimate moves by the Jacobian up to rounding
-    # (at most 4e-8 nats over seeds 0-2 and three transforms).
+    # (at most 4e-8 nats over seeds 0-2 and three transforms). The annealing
+    # from the prior, without the importance-sampling start, whose climb to the
+    # mode takes other Newton steps as the rounding goes (the estimates then
+    # differ by the Monte Carlo error: 0.02-0.1 nats, within their std).
     X, y = paper_linear_data(1000, 20)
-    fits = {(c, k): EvidenceLinearRegression(random_state=0).fit(X, c * y + k)
-            for c, k in [(1.0, 0.0), (1e6, 0.0), (1.0, 1e4)]}
+    annealed = {"fold_importance": False}
+    fits = {(c, k): EvidenceLinearRegression(random_state=0, engine_options=annealed)
+            .fit(X, c * y + k) for c, k in [(1.0, 0.0), (1e6, 0.0), (1.0, 1e4)]}
     base = fits[1.0, 0.0]
     for (c, k), reg in fits.items():
         np.testing.assert_array_equal(reg.evidence_trace_["n_annealing_steps"],
