@@ -95,9 +95,10 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     mean after relabelling each to the labelling nearest the heaviest
     particle; or ``start [d]``, the mode of an earlier climb (its
     ``ImportanceEstimate.mode``), where that mean lies within reach of
-    posterior draws around it (:func:`_start_of_climb`). ``store`` holds every observation seen. The climb runs in its
-    dtype (single precision is enough there, each block's sum added in
-    double), the draws' weights in double. Returns None where the curvature
+    posterior draws around it (:func:`_start_of_climb`). ``store`` holds
+    every observation seen. The climb runs in its dtype (single precision is
+    enough there, each block's sum added in double), the draws' weights in
+    double. Returns None where the curvature
     is not available or not positive definite, the log density is not
     finite, or (for a model not declared unimodal) the particles spread over
     more than one mode.

@@ -60,9 +60,9 @@ __all__ = [
 # Particles at which a second-order control variate checks its linear term.
 _N_PROBES = 4
 # The importance-sampling folds (fold_in_importance): from this many warm-up
-# lengths on (past the warm-up), with this many draws (its std about 0.09 nats where its ESS is half of
-# them, the paper's logistic model from 1e4 on), and where its ESS is at
-# least this share of them.
+# lengths on (past the warm-up), with this many draws (its std about 0.09 nats
+# where its ESS is half of them, the paper's logistic model from 1e4 on), and
+# where its ESS is at least this share of them.
 FOLD_START = 4
 FOLD_DRAWS = 128
 FOLD_MIN_ESS = 0.2
