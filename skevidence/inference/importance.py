@@ -141,7 +141,8 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
     doubled; the particles' mean can be several from it where the posterior
     is skewed (the paper's mixture at 1.6e5 rows, whose smallest component
     holds 0.1% of them: the climb from the mean took 220 evaluations over the
-    store, from the last mode 5-10). A start far from the particles' mean is a
+    store; with every step tested and from the last fold's mode, 5-32 along
+    that stream). A start far from the particles' mean is a
     mode they have left (moved to a missed one, or after a shift in the data).
     """
     if start is None:
