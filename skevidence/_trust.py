@@ -103,7 +103,7 @@ class TrustDiagnosticsMixin:
         with torch.no_grad():
             estimate = importance.importance_log_evidence(
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
-                state.side_generator(0), start=getattr(state, "fold_mode", None))
+                state.side_generator(0), start=state.fold_mode)
         return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
 
     def _missed_mode_check(self, W, live_log_p):

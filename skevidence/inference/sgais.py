@@ -236,11 +236,10 @@ def _start_by_importance(model, state, config, chunk, move, callback, tally):
     if not (config.fold_importance and state.n_seen == 0 and model.unimodal
             and state.island_starts.shape[0] == 1 and not _grows(config)):
         return False
-    M = state.theta.shape[0]
-    W = torch.full((M,), 1.0 / M, dtype=state.theta.dtype, device=state.theta.device)
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     with torch.no_grad():
-        found = importance.importance_draws(model, state.theta, W, chunk, START_DRAWS * M,
-                                            state.generator)
+        found = importance.importance_draws(model, state.theta, W, chunk,
+                                            START_DRAWS * state.theta.shape[0], state.generator)
     if found is None or found[0].ess * START_DRAWS < START_MIN_ESS:
         return False
     _restart_from_draws(model, state, *found, state.generator)
