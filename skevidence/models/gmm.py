@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer,
+from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer, softmax_bits_,
                     summed_log_normalizer_bits_)
 from .base import Model, PreparedBatch, row_blocks, weighted_row_sums
 
@@ -58,6 +58,12 @@ SEARCH_ROWS = 16384
 EM_ITERATIONS = 40
 REFINE_ITERATIONS = 20
 REFINED = 3
+# Entries of the [points, K, rows] joint per block of rows, where one call
+# evaluates many points on many rows: they stay in the cache. 128 particles on
+# 4096 rows (2.6 million) summed 65536 rows in 83 ms, on 1024 rows in 62 ms;
+# the EM's E step, 48 starts on 16384 rows, took 28 ms in one block and 8 ms
+# in blocks of 2048 (torch 2.13.0+cpu, 2 threads, 2026-11-28).
+CACHE_ELEMENTS = 1 << 19
 # A component whose responsibilities sum to less than this explains no datum
 # (spare_weight): it follows its prior. The paper's light component (weight
 # 0.008, about 8 of 1000 rows) dips below one observation under up to 0.19 of
@@ -239,9 +245,7 @@ class GaussianMixtureModel(Model):
         features = _joint_features(X)
         D = self.n_features
         for _ in range(n_iterations):
-            resp = torch.softmax(self._log_joint(theta, X, {"features": features}), dim=1)
-            C = resp.shape[0]  # S2, S1, N_k:
-            moments = weighted_row_sums(resp.reshape(C * K, -1), features).reshape(C, K, -1)
+            moments = self._expected_moments(theta, features)  # S2, S1, N_k
             S2, S1, Nk = moments[..., :D], moments[..., D : 2 * D], moments[..., 2 * D :]
             weights = (Nk[..., 0] + alpha) / (X.shape[0] + K * alpha)
             means = (S1 + m0 / c) / (Nk + 1.0 / c)
@@ -250,6 +254,18 @@ class GaussianMixtureModel(Model):
                          / (a + 0.5 + 0.5 * Nk))
             theta = self.pack(weights, means, variances)
         return theta
+
+    def _expected_moments(self, theta, features):
+        """``sum_n r_nk [x_n^2, x_n, 1]`` at each row of ``theta``, ``[C, K, 2 D + 1]``, from
+        the rows' ``features`` (:func:`_joint_features`), in blocks of rows."""
+        C, K = theta.shape[0], self.n_components
+        parts = self._parts(theta)
+        moments = 0.0
+        for rows in _row_slices(C, K, features.shape[0]):
+            block = features[rows]
+            resp = softmax_bits_(self._joint_from(parts, None, {"features": block}, scale=LOG2_E))
+            moments = moments + weighted_row_sums(resp.reshape(C * K, -1), block)
+        return moments.reshape(C, K, -1)
 
     # -- prior -----------------------------------------------------------------------
 
@@ -356,7 +372,9 @@ class GaussianMixtureModel(Model):
         return log_normalizer_bits_(self._log_joint(theta, batch[0], scale=LOG2_E))[0]
 
     def log_likelihood_sum(self, theta, batch):
-        return summed_log_normalizer_bits_(self._log_joint(theta, batch[0], scale=LOG2_E))[0]
+        parts, X = self._parts(theta), batch[0]
+        return sum(summed_log_normalizer_bits_(self._joint_from(parts, X[rows], scale=LOG2_E))[0]
+                   for rows in _row_slices(theta.shape[0], self.n_components, X.shape[0]))
 
     def responsibilities(self, theta, X):
         """Posterior component probabilities of every datum, ``[M, B, K]``."""
@@ -365,8 +383,9 @@ class GaussianMixtureModel(Model):
     def spare_weight(self, theta, weights, store):
         """The weight of the particles with a component that explains less than
         ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``."""
-        counts = sum(self.responsibilities(theta, block[0].to(theta.dtype)).sum(1)
-                     for block in row_blocks(store, theta.shape[0]))
+        parts, D = self._parts(theta), self.n_features
+        counts = sum(self._summed_lik_and_moments(parts, block[0].to(theta.dtype), None)[1]
+                     for block in row_blocks(store, theta.shape[0]))[:, :, 2 * D]
         return float(weights[counts.amin(1) < EMPTY_COUNT].sum())
 
     def grad_log_likelihood(self, theta, batch):
@@ -405,6 +424,23 @@ class GaussianMixtureModel(Model):
         K, D = self.n_components, self.n_features
         means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
+        log_lik, moments = 0.0, 0.0
+        for rows in _row_slices(M, K, B):
+            block_lik, block_moments = self._summed_lik_and_moments(
+                parts, X[rows], None if prepared is None else _sliced(prepared, rows))
+            log_lik, moments = log_lik + block_lik, moments + block_moments
+        S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
+        g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
+        Nk3 = Nk[:, :, None]
+        g_means = (S1 - Nk3 * means) * precision
+        sq = S2 - 2.0 * means * S1 + Nk3 * means.square()
+        g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
+        return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
+
+    def _summed_lik_and_moments(self, parts, X, prepared):
+        """The log likelihood summed over the rows of ``X``, ``[M]``, and
+        ``sum_n r_nk [x_n^2, x_n, 1]`` (S2, S1 and N_k), ``[M, K, 2 D + 1]``."""
+        M, K, B = parts.means.shape[0], self.n_components, X.shape[0]
         # [M, K, B], overwritten by the responsibilities (or they go to a buffer)
         joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
         out = single_precision_buffer(prepared, joint.shape, joint.device)
@@ -413,16 +449,9 @@ class GaussianMixtureModel(Model):
             features = prepared["single_features"]
         else:
             features = _joint_features(X) if prepared is None else prepared["features"]
-        # sum_n r_nk [x_n^2, x_n, 1]: S2, S1 and N_k from one product
-        moments = weighted_row_sums(resp.reshape(M * K, B), features).reshape(
-            M, K, 2 * D + 1).to(means.dtype)
-        S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
-        g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
-        Nk3 = Nk[:, :, None]
-        g_means = (S1 - Nk3 * means) * precision
-        sq = S2 - 2.0 * means * S1 + Nk3 * means.square()
-        g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
-        return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
+        # S2, S1 and N_k from one product
+        moments = weighted_row_sums(resp.reshape(M * K, B), features)
+        return log_lik, moments.reshape(M, K, -1).to(parts.means.dtype)
 
     def fisher_information(self, theta, batch):
         """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its Hessian.
@@ -614,6 +643,18 @@ class GaussianMixtureModel(Model):
                        + a * torch.log(b) - a_n * torch.log(b_n)
                        + math.lgamma(a_n) - math.lgamma(a))
         return float(per_feature.sum())
+
+
+def _row_slices(n_points, n_components, n_rows):
+    """Slices of ``n_rows`` rows whose ``[n_points, n_components, rows]`` joint holds at
+    most ``CACHE_ELEMENTS`` entries (one row at least)."""
+    step = max(1, CACHE_ELEMENTS // max(n_points * n_components, 1))
+    return [slice(start, start + step) for start in range(0, max(n_rows, 1), step)]
+
+
+def _sliced(prepared, rows):
+    """The stats of a prepared batch for ``rows`` of it (the buffers shared)."""
+    return {key: value if key == "buffers" else value[rows] for key, value in prepared.items()}
 
 
 def _joint_features(X):
