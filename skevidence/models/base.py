@@ -5,13 +5,19 @@ import math
 import torch
 
 __all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of",
-           "has_fisher_information", "has_relabellings", "row_blocks", "take"]
+           "block_elements", "has_fisher_information", "has_relabellings", "row_blocks", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
 # particles: the models' [M, K, rows] intermediates stay in the cache. At
 # 2^21 (16384 rows at 128 particles) the logistic and mixture passes took
 # twice the time per row that they take at 2^19 (one thread, 2026-11-26).
 BLOCK_ELEMENTS = 1 << 19
+# The same on a GPU, where a block bounds memory alone (the [M, K, rows]
+# intermediates: at most a few hundred MB) and each block costs kernel
+# launches: with 8192 particles, blocks of 2^19 are 64 rows, and the paper's
+# logistic model at 1e6 rows spent half its time launching them (NVIDIA
+# H200, 2026-11-28).
+DEVICE_BLOCK_ELEMENTS = 1 << 25
 
 
 def batch_size_of(batch):
@@ -24,9 +30,15 @@ def take(batch, index):
     return tuple(t[index] for t in batch)
 
 
+def block_elements(device):
+    """Particles times rows per block of a pass on ``device``."""
+    return BLOCK_ELEMENTS if torch.device(device).type == "cpu" else DEVICE_BLOCK_ELEMENTS
+
+
 def row_blocks(batch, n_particles, max_rows=None):
-    """The batch in consecutive blocks of ``BLOCK_ELEMENTS / n_particles`` rows (or ``max_rows``)."""
-    rows = max(1, BLOCK_ELEMENTS // max(n_particles, 1))
+    """The batch in consecutive blocks of :func:`block_elements` over ``n_particles`` rows
+    (or ``max_rows``)."""
+    rows = max(1, block_elements(batch[0].device) // max(n_particles, 1))
     if max_rows is not None:
         rows = min(rows, max_rows)
     return [tuple(t[start : start + rows] for t in batch)

@@ -27,7 +27,7 @@ import torch
 
 from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer, softmax_bits_,
                     summed_log_normalizer_bits_)
-from .base import Model, PreparedBatch, row_blocks, weighted_row_sums
+from .base import Model, PreparedBatch, block_elements, row_blocks, weighted_row_sums
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -58,11 +58,12 @@ SEARCH_ROWS = 16384
 EM_ITERATIONS = 40
 REFINE_ITERATIONS = 20
 REFINED = 3
-# Entries of the [points, K, rows] joint per block of rows, where one call
-# evaluates many points on many rows: they stay in the cache. 128 particles on
-# 4096 rows (2.6 million) summed 65536 rows in 83 ms, on 1024 rows in 62 ms;
-# the EM's E step, 48 starts on 16384 rows, took 28 ms in one block and 8 ms
-# in blocks of 2048 (torch 2.13.0+cpu, 2 threads, 2026-11-28).
+# Entries of the [points, K, rows] joint per block of rows on the CPU, where
+# one call evaluates many points on many rows: they stay in the cache. 128
+# particles on 4096 rows (2.6 million) summed 65536 rows in 83 ms, on 1024
+# rows in 62 ms; the EM's E step, 48 starts on 16384 rows, took 28 ms in one
+# block and 8 ms in blocks of 2048 (torch 2.13.0+cpu, 2 threads, 2026-11-28).
+# On a GPU, base.block_elements.
 CACHE_ELEMENTS = 1 << 19
 # A component whose responsibilities sum to less than this explains no datum
 # (spare_weight): it follows its prior. The paper's light component (weight
@@ -261,7 +262,7 @@ class GaussianMixtureModel(Model):
         C, K = theta.shape[0], self.n_components
         parts = self._parts(theta)
         moments = 0.0
-        for rows in _row_slices(C, K, features.shape[0]):
+        for rows in _row_slices(C, K, features.shape[0], features.device):
             block = features[rows]
             resp = softmax_bits_(self._joint_from(parts, None, {"features": block}, scale=LOG2_E))
             moments = moments + weighted_row_sums(resp.reshape(C * K, -1), block)
@@ -374,7 +375,8 @@ class GaussianMixtureModel(Model):
     def log_likelihood_sum(self, theta, batch):
         parts, X = self._parts(theta), batch[0]
         return sum(summed_log_normalizer_bits_(self._joint_from(parts, X[rows], scale=LOG2_E))[0]
-                   for rows in _row_slices(theta.shape[0], self.n_components, X.shape[0]))
+                   for rows in _row_slices(theta.shape[0], self.n_components, X.shape[0],
+                                           X.device))
 
     def responsibilities(self, theta, X):
         """Posterior component probabilities of every datum, ``[M, B, K]``."""
@@ -425,7 +427,7 @@ class GaussianMixtureModel(Model):
         means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else None
         log_lik, moments = 0.0, 0.0
-        for rows in _row_slices(M, K, B):
+        for rows in _row_slices(M, K, B, X.device):
             block_lik, block_moments = self._summed_lik_and_moments(
                 parts, X[rows], None if prepared is None else _sliced(prepared, rows))
             log_lik, moments = log_lik + block_lik, moments + block_moments
@@ -645,10 +647,12 @@ class GaussianMixtureModel(Model):
         return float(per_feature.sum())
 
 
-def _row_slices(n_points, n_components, n_rows):
+def _row_slices(n_points, n_components, n_rows, device):
     """Slices of ``n_rows`` rows whose ``[n_points, n_components, rows]`` joint holds at
-    most ``CACHE_ELEMENTS`` entries (one row at least)."""
-    step = max(1, CACHE_ELEMENTS // max(n_points * n_components, 1))
+    most ``CACHE_ELEMENTS`` entries on the CPU (one row at least), at most
+    :func:`~.base.block_elements` on another device."""
+    limit = CACHE_ELEMENTS if torch.device(device).type == "cpu" else block_elements(device)
+    step = max(1, limit // max(n_points * n_components, 1))
     return [slice(start, start + step) for start in range(0, max(n_rows, 1), step)]
 
 

@@ -8,6 +8,8 @@ import torch
 from scipy import integrate, stats
 
 from skevidence.models import GaussianMixtureModel, Model
+from skevidence.models import gmm as gmm_module
+from skevidence.models.base import row_blocks
 from tests.conftest import gaussian_blobs
 
 PRIOR = dict(weight_concentration=1.5, variance_shape=2.0, variance_scale=0.7,
@@ -249,3 +251,40 @@ def test_spare_weight_is_the_weight_of_particles_with_an_unused_component():
     weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
     assert model.spare_weight(theta, weights, (X,)) == pytest.approx(0.5)
     assert Model.spare_weight(model, theta, weights, (X,)) is None  # the contract's default
+
+
+def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
+    # Passes over many rows go through the joint in cache-sized row blocks
+    # (CACHE_ELEMENTS); 16-row blocks must sum to what one block gives, for
+    # the log likelihood, its gradient (plain, prepared and single-precision
+    # batches), the EM's expected moments and the spare weight.
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 7, 4)
+    X = torch.as_tensor(gaussian_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 4))
+    batches = [(X,), model.prepare_batch((X,)), model.prepare_move_batch((X,))]
+    weights = torch.full((7,), 1 / 7, dtype=torch.float64)
+
+    def evaluate():
+        return ([model.log_likelihood_sum(theta, (X,))]
+                + [v for batch in batches for v in model.log_likelihood_and_grad(theta, batch)]
+                + [model._expected_moments(theta, gmm_module._joint_features(X)),
+                   torch.tensor(model.spare_weight(theta, weights, (X,)))])
+
+    whole = evaluate()
+    monkeypatch.setattr(gmm_module, "CACHE_ELEMENTS", 7 * 3 * 16)
+    assert len(gmm_module._row_slices(7, 3, 50, X.device)) == 4
+    for i, (a, b) in enumerate(zip(evaluate(), whole)):
+        # The single-precision batch's gradient (item 6) sums its moments in
+        # float32: blocks change its rounding, by 1e-7 of its largest entry here.
+        atol = 1e-5 * float(b.abs().max()) if i == 6 else 1e-9
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=atol)
+
+
+def test_row_blocks_are_larger_on_a_gpu():
+    # Off the CPU a block bounds memory alone: 8192 particles take 4096 rows a
+    # block there (kernel launches per block), 64 on the CPU (the cache).
+    store = (torch.empty(100_000, 3, device="meta"),)
+    assert [b[0].shape[0] for b in row_blocks(store, 8192)[:2]] == [4096, 4096]
+    assert row_blocks((torch.empty(100_000, 3),), 8192)[0][0].shape[0] == 64
+    assert gmm_module._row_slices(8192, 3, 100_000, "meta")[0] == slice(0, 1365)
+    assert gmm_module._row_slices(8192, 3, 100_000, "cpu")[0] == slice(0, 21)
