@@ -55,7 +55,7 @@ CURVATURE_ROWS = 16384
 # A double-precision store is summed in blocks of DOUBLE_SUM_ROWS: each
 # block is a model call, whose fixed cost dominated the climbs' evaluations
 # at one point (the paper's mixture from 1.6e5 to 1e6 rows: 124 evaluations,
-# 4.5 CPU s in blocks of 4096).
+# 4.5 CPU s in blocks of 4096, 1.6 s in these).
 SUM_ROWS = 4096
 DOUBLE_SUM_ROWS = 65536
 # A climb longer than this (in posterior standard deviations) takes the
