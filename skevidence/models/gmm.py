@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer, softmax_bits_,
+from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer,
                     summed_log_normalizer_bits_)
 from .base import Model, PreparedBatch, block_elements, row_blocks, weighted_row_sums
 
@@ -243,10 +243,10 @@ class GaussianMixtureModel(Model):
         m0, b = self._prior_location(X)
         a, c = self.variance_shape, self.mean_variance_factor
         alpha, K = self.weight_concentration, self.n_components
-        features = _joint_features(X)
+        features = {"features": _joint_features(X)}
         D = self.n_features
         for _ in range(n_iterations):
-            moments = self._expected_moments(theta, features)  # S2, S1, N_k
+            moments = self._summed_over_rows(self._parts(theta), features)[1]  # S2, S1, N_k
             S2, S1, Nk = moments[..., :D], moments[..., D : 2 * D], moments[..., 2 * D :]
             weights = (Nk[..., 0] + alpha) / (X.shape[0] + K * alpha)
             means = (S1 + m0 / c) / (Nk + 1.0 / c)
@@ -255,18 +255,6 @@ class GaussianMixtureModel(Model):
                          / (a + 0.5 + 0.5 * Nk))
             theta = self.pack(weights, means, variances)
         return theta
-
-    def _expected_moments(self, theta, features):
-        """``sum_n r_nk [x_n^2, x_n, 1]`` at each row of ``theta``, ``[C, K, 2 D + 1]``, from
-        the rows' ``features`` (:func:`_joint_features`), in blocks of rows."""
-        C, K = theta.shape[0], self.n_components
-        parts = self._parts(theta)
-        moments = 0.0
-        for rows in _row_slices(C, K, features.shape[0], features.device):
-            block = features[rows]
-            resp = softmax_bits_(self._joint_from(parts, None, {"features": block}, scale=LOG2_E))
-            moments = moments + weighted_row_sums(resp.reshape(C * K, -1), block)
-        return moments.reshape(C, K, -1)
 
     # -- prior -----------------------------------------------------------------------
 
@@ -385,9 +373,10 @@ class GaussianMixtureModel(Model):
     def spare_weight(self, theta, weights, store):
         """The weight of the particles with a component that explains less than
         ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``."""
-        parts, D = self._parts(theta), self.n_features
-        counts = sum(self._summed_lik_and_moments(parts, block[0].to(theta.dtype), None)[1]
-                     for block in row_blocks(store, theta.shape[0]))[:, :, 2 * D]
+        parts = self._parts(theta)
+        counts = sum(self._summed_over_rows(parts, {"features": _joint_features(
+            block[0].to(theta.dtype))})[1] for block in row_blocks(store, theta.shape[0]))
+        counts = counts[:, :, 2 * self.n_features]
         return float(weights[counts.amin(1) < EMPTY_COUNT].sum())
 
     def grad_log_likelihood(self, theta, batch):
@@ -425,12 +414,9 @@ class GaussianMixtureModel(Model):
         M, B = parts.means.shape[0], X.shape[0]
         K, D = self.n_components, self.n_features
         means, precision = parts.means, parts.precision
-        prepared = batch.stats if isinstance(batch, PreparedBatch) else None
-        log_lik, moments = 0.0, 0.0
-        for rows in _row_slices(M, K, B, X.device):
-            block_lik, block_moments = self._summed_lik_and_moments(
-                parts, X[rows], None if prepared is None else _sliced(prepared, rows))
-            log_lik, moments = log_lik + block_lik, moments + block_moments
+        prepared = batch.stats if isinstance(batch, PreparedBatch) else {
+            "features": _joint_features(X)}
+        log_lik, moments = self._summed_over_rows(parts, prepared)
         S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
         g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
         Nk3 = Nk[:, :, None]
@@ -439,21 +425,26 @@ class GaussianMixtureModel(Model):
         g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
         return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
 
-    def _summed_lik_and_moments(self, parts, X, prepared):
-        """The log likelihood summed over the rows of ``X``, ``[M]``, and
-        ``sum_n r_nk [x_n^2, x_n, 1]`` (S2, S1 and N_k), ``[M, K, 2 D + 1]``."""
-        M, K, B = parts.means.shape[0], self.n_components, X.shape[0]
-        # [M, K, B], overwritten by the responsibilities (or they go to a buffer)
-        joint = self._joint_from(parts, X, prepared, scale=LOG2_E)
-        out = single_precision_buffer(prepared, joint.shape, joint.device)
-        log_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
-        if out is not None:
-            features = prepared["single_features"]
-        else:
-            features = _joint_features(X) if prepared is None else prepared["features"]
-        # S2, S1 and N_k from one product
-        moments = weighted_row_sums(resp.reshape(M * K, B), features)
-        return log_lik, moments.reshape(M, K, -1).to(parts.means.dtype)
+    def _summed_over_rows(self, parts, prepared):
+        """The log likelihood summed over the rows, ``[M]``, and ``sum_n r_nk [x_n^2, x_n,
+        1]`` (S2, S1 and N_k), ``[M, K, 2 D + 1]``, in :func:`_row_slices` of the rows.
+        ``prepared``: the stats of a prepared batch, or a dict with its ``"features"``."""
+        M, K = parts.means.shape[0], self.n_components
+        features = prepared["features"]
+        log_lik, moments = 0.0, 0.0
+        for rows in _row_slices(M, K, features.shape[0], features.device):
+            block = {key: value if key == "buffers" else value[rows]
+                     for key, value in prepared.items()}
+            # [M, K, rows], overwritten by the responsibilities (or they go to a buffer)
+            joint = self._joint_from(parts, None, block, scale=LOG2_E)
+            out = single_precision_buffer(block, joint.shape, joint.device)
+            block_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
+            rows_features = block["single_features"] if out is not None else block["features"]
+            # S2, S1 and N_k from one product
+            block_moments = weighted_row_sums(resp.reshape(M * K, -1), rows_features)
+            log_lik = log_lik + block_lik
+            moments = moments + block_moments.reshape(M, K, -1).to(parts.means.dtype)
+        return log_lik, moments
 
     def fisher_information(self, theta, batch):
         """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its Hessian.
@@ -654,11 +645,6 @@ def _row_slices(n_points, n_components, n_rows, device):
     limit = CACHE_ELEMENTS if torch.device(device).type == "cpu" else block_elements(device)
     step = max(1, limit // max(n_points * n_components, 1))
     return [slice(start, start + step) for start in range(0, max(n_rows, 1), step)]
-
-
-def _sliced(prepared, rows):
-    """The stats of a prepared batch for ``rows`` of it (the buffers shared)."""
-    return {key: value if key == "buffers" else value[rows] for key, value in prepared.items()}
 
 
 def _joint_features(X):

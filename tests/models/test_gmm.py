@@ -257,7 +257,7 @@ def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
     # Passes over many rows go through the joint in cache-sized row blocks
     # (CACHE_ELEMENTS); 16-row blocks must sum to what one block gives, for
     # the log likelihood, its gradient (plain, prepared and single-precision
-    # batches), the EM's expected moments and the spare weight.
+    # batches), the EM's steps and the spare weight.
     model = GaussianMixtureModel(2, 3, **PRIOR)
     theta = _theta(model, 7, 4)
     X = torch.as_tensor(gaussian_blobs(50, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 4))
@@ -267,7 +267,7 @@ def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
     def evaluate():
         return ([model.log_likelihood_sum(theta, (X,))]
                 + [v for batch in batches for v in model.log_likelihood_and_grad(theta, batch)]
-                + [model._expected_moments(theta, gmm_module._joint_features(X)),
+                + [model._map_em(theta, X, 3),
                    torch.tensor(model.spare_weight(theta, weights, (X,)))])
 
     whole = evaluate()
