@@ -9,6 +9,7 @@ import math
 import torch
 
 from ..models.base import PreparedBatch, batch_size_of, take
+from .control_variates import rounded_gradient
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
@@ -100,7 +101,7 @@ def sghmc_move(model, state, config, chunk, lam):
         minibatch = take(store, idx)
         if state.cv is not None:
             return g + state.cv.minibatch_gradient(model, theta, minibatch, n_past)
-        return g + (n_past / idx.shape[0]) * model.grad_log_likelihood(theta, minibatch)
+        return g + (n_past / idx.shape[0]) * rounded_gradient(model, theta, minibatch)
 
     kernel = baoab if config.integrator == "baoab" else sghmc
 
@@ -125,6 +126,9 @@ def chunk_gradient(model, state, chunk, minibatch_size):
     size = batch_size_of(chunk)
     rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
     chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
+    if chunk_cv is None and (cv is None or cv.curvature is None):
+        # Rounded as the first-order past term is: its noise dwarfs the rounding.
+        return lambda theta: rounded_gradient(model, theta, chunk)
     if chunk_cv is None:
         return lambda theta: model.grad_log_likelihood(theta, chunk)
     generator = state.generator

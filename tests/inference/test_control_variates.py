@@ -103,6 +103,21 @@ def test_both_orders_are_unbiased_and_the_second_is_far_less_noisy():
     assert errors[True] < errors[False] / 10
 
 
+def test_the_first_order_runs_in_single_precision_far_below_its_noise():
+    model, data, theta, mode = _posterior_cloud()
+    n = data[0].shape[0]
+    cv = _control_variate(model, data, mode, second_order=False, probes=theta[:4])
+    minibatch = take(data, torch.arange(0, n, 20))
+    estimate = cv.minibatch_gradient(model, theta, minibatch, n)
+    both = model.grad_log_likelihood(torch.cat([theta, cv.theta_ref]), minibatch)
+    double = cv.grad_sum + (n / 200) * (both[:64] - both[64:])
+    assert estimate.dtype == torch.float64 and not torch.equal(estimate, double)
+    # The rounding against the noise (SD over mini-batches): at most 4e-4 of it
+    # here (n = 4000), 6e-3 on the paper's mixture at 1e5 rows.
+    noise = _minibatch_errors(cv, model, data, theta, n_draws=50).std(0)
+    assert ((estimate - double).abs() <= 1e-2 * noise).all()
+
+
 def test_a_model_without_a_fisher_information_for_these_data_falls_back_to_first_order():
     class Unknown(LogisticRegressionModel):
         def fisher_information(self, theta, batch):
