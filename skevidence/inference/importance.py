@@ -36,7 +36,7 @@ from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
 __all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_draws", "importance_at",
-           "applies"]
+           "applies", "within_reach"]
 
 # Degrees of freedom of the proposal (as the references of bench_logistic_stream.py).
 NU = 8
@@ -239,6 +239,28 @@ def importance_at(model, point, store, n_draws, generator):
     if not bool(torch.isfinite(log_w).all()):
         return None
     return _estimate(log_w, point), theta, log_w
+
+
+def within_reach(model, points, particles, weights, store):
+    """``[P]`` bool: which ``points [P, d]`` lie within reach of posterior draws around
+    the particles' weighted mean.
+
+    Within the chi-square's 1 - 1e-4 quantile of it in the metric of the
+    posterior's curvature there (:func:`_curvature_near_mode`), each point
+    and particle relabelled to the labelling nearest the heaviest particle:
+    points on the mode that the cloud holds. None is where that curvature is
+    not positive definite.
+    """
+    dtype = next(t.dtype for t in store if t.is_floating_point())
+    maps = model.relabelling_maps(torch.float64, particles.device)
+    particles, weights = particles.to(torch.float64), weights.to(torch.float64)
+    heaviest = particles[int(weights.argmax())]
+    mean = weights @ relabelling.aligned(particles, heaviest, maps)
+    chol = _curvature_near_mode(model, mean, store, dtype)
+    if chol is None:
+        return torch.zeros(points.shape[0], dtype=torch.bool, device=points.device)
+    offsets = relabelling.aligned(points.to(torch.float64), heaviest, maps) - mean
+    return (offsets @ chol).square().sum(1) <= _chi2_quantile(mean.shape[0])
 
 
 def _one_mode(aligned, weights, chol, maps):

@@ -24,7 +24,7 @@ the estimators' checks repeat the search and warn (``_trust.py``).
 import torch
 
 from ..models.base import batch_size_of, row_blocks
-from .importance import importance_at
+from .importance import importance_at, within_reach
 
 __all__ = ["missed_mode"]
 
@@ -34,7 +34,8 @@ __all__ = ["missed_mode"]
 WEIGH_ALL_ROWS = 65536
 
 
-def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None):
+def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
+                leave_cloud_mode=False):
     """The most mass near a mode the search finds: ``(estimate, draws, log_weights, point)``.
 
     ``theta [M, d]`` are the particles with normalised weights ``W [M]``;
@@ -45,7 +46,9 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None):
     model offers no search, where no point beats the particles (the cloud
     then holds at least as high a mode), or where no estimate is defined.
     ``live_log_p``, where already computed, is the log posterior of the
-    particles of positive weight on ``store``.
+    particles of positive weight on ``store``. With ``leave_cloud_mode``,
+    points on the mode that the cloud holds (:func:`importance.within_reach`)
+    are not weighed: where the engine's folds weigh that mode.
     """
     heaviest = theta[int(W.argmax())]
     candidates = model.mode_candidates(heaviest, store, generator)
@@ -60,6 +63,8 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None):
     # The highest point need not have the most mass (digits at 1000 rows): each
     # one above the cloud is weighed, the highest alone past WEIGH_ALL_ROWS rows.
     above = above[log_p[n_live + above].argsort(descending=True)]
+    if leave_cloud_mode and above.numel():
+        above = above[~within_reach(model, candidates[above], theta, W, store)]
     if batch_size_of(store) > WEIGH_ALL_ROWS:
         above = above[:1]
     found = [(importance_at(model, point, store, n_draws, generator), point)

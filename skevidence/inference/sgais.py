@@ -378,7 +378,9 @@ def move_to_missed_mode(model, state, config):
     goes on from that mode: the particles are resampled from the weighted
     draws, the running estimate becomes their estimate (which leaves out
     at most that tenth, 0.1 nats), and the control variate's references move to the
-    new particles. Returns 1 when it moved the cloud. The search's draws
+    new particles. Returns 1 when it moved the cloud. Once the folds weigh
+    the mode the cloud holds (:func:`_folds_weigh_the_cloud`), points on it
+    are left to them. The search's draws
     come from a generator of their own (seeded from the engine's first
     seed and the data seen), so a run that never moves keeps its numbers.
     """
@@ -389,7 +391,9 @@ def move_to_missed_mode(model, state, config):
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     store = state.reservoir.data()
     with torch.no_grad():
-        found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator)
+        found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator,
+                                        leave_cloud_mode=_folds_weigh_the_cloud(model, state,
+                                                                                config))
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
         if found is not None and found[0].log_evidence > bar - SCREEN_MARGIN:
             n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
@@ -399,6 +403,12 @@ def move_to_missed_mode(model, state, config):
         return 0
     _restart_from_draws(model, state, *found, generator)
     return 1
+
+
+def _folds_weigh_the_cloud(model, state, config):
+    """Whether the folds weigh the mode the particles hold from here on
+    (:func:`fold_in_importance`): the search then leaves it unweighed."""
+    return importance.applies(model) and state.n_seen >= FOLD_START * max(config.warmup_size, 1)
 
 
 def _restart_from_draws(model, state, estimate, draws, log_w, generator):

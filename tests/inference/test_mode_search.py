@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceGMM
 from skevidence.inference import sgais
-from skevidence.inference.importance import importance_log_evidence
+from skevidence.inference.importance import importance_log_evidence, within_reach
 from skevidence.inference.mode_search import missed_mode
 from skevidence.inference.posterior_gap import log_posterior_and_grad
 from skevidence.models.base import row_blocks
@@ -70,6 +70,29 @@ def test_a_cloud_at_the_best_mode_has_nothing_missed():
     # The search climbs to the particles' own mode (its point may beat them
     # by a little): its mass is theirs (seeds 0-9: -0.27..+0.10, SD 0.1).
     assert found is None or abs(found[0].log_evidence - healthy.log_evidence) < 0.6
+
+
+def test_past_the_first_fold_the_search_leaves_the_clouds_own_mode_unweighed():
+    X, model, start = _three_clusters(2000)
+    store = (torch.as_tensor(X),)
+    particles, W = _cloud(start, 0)
+    gen = torch.Generator().manual_seed(0)
+    # The search's best point beats these particles and lies within reach of
+    # them (in any labelling): it is left unweighed.
+    particles = start + 0.05 * (particles - start) / 0.01
+    assert missed_mode(model, particles, W, store, 64, gen) is not None
+    assert missed_mode(model, particles, W, store, 64, gen, leave_cloud_mode=True) is None
+    maps = model.relabelling_maps()
+    near = torch.cat([start, start @ maps[3], _trapped(model, X)])
+    assert within_reach(model, near, particles, W, store).tolist() == [True, True, False]
+    # A trapped cloud's missed mode is out of its reach: still weighed.
+    trapped, W = _cloud(_trapped(model, X), 0)
+    assert missed_mode(model, trapped, W, store, 64, gen, leave_cloud_mode=True) is not None
+    state = SimpleNamespace(n_seen=sgais.FOLD_START * 1000 - 1)
+    config = sgais.SGAISConfig(warmup_size=1000)
+    assert not sgais._folds_weigh_the_cloud(model, state, config)
+    state.n_seen += 1
+    assert sgais._folds_weigh_the_cloud(model, state, config)
 
 
 def test_fresh_starts_reach_the_best_mode_without_a_cloud():
