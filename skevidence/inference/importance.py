@@ -192,8 +192,22 @@ def _curvature_near_mode(model, theta, store, dtype):
     rows = _strided_rows(store, CURVATURE_ROWS)
     chol = _curvature_factor(model, theta, rows, batch_size_of(store), dtype)
     if chol is None and rows is not store:
-        chol = _curvature_factor(model, theta, store, batch_size_of(store), dtype)
+        chol = _whole_store_curvature(model, theta, store, dtype)
     return chol
+
+
+def _whole_store_curvature(model, theta, store, dtype):
+    """:func:`_curvature_factor` on every stored row: in single precision first, in
+    ``dtype`` where that is not positive definite. The curvature only shapes the
+    proposal and the climb's steps; in single precision it costs about half
+    (the paper's mixture at 6.3e5 rows: 0.75 against 1.9 CPU s) and differs by
+    about 1e-5 of itself. (Central differences need double precision.)"""
+    if dtype == torch.float64 and has_fisher_information(model):
+        single = tuple(t.float() if t.is_floating_point() else t for t in store)
+        chol = _curvature_factor(model, theta, single, batch_size_of(store), torch.float32)
+        if chol is not None:
+            return chol
+    return _curvature_factor(model, theta, store, batch_size_of(store), dtype)
 
 
 def _log_posterior(model, store, dtype):
@@ -231,7 +245,7 @@ def importance_at(model, point, store, n_draws, generator):
     """
     dtype = next(t.dtype for t in store if t.is_floating_point())
     point = point.to(torch.float64)
-    chol = _curvature_factor(model, point, store, batch_size_of(store), dtype)
+    chol = _whole_store_curvature(model, point, store, dtype)
     if chol is None:
         return None
     maps = model.relabelling_maps(torch.float64, point.device)

@@ -372,10 +372,16 @@ class GaussianMixtureModel(Model):
 
     def spare_weight(self, theta, weights, store):
         """The weight of the particles with a component that explains less than
-        ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``."""
-        parts = self._parts(theta)
+        ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``.
+
+        In single precision (half the cost of a pass over the store): only
+        counts near ``EMPTY_COUNT`` matter, sums of small responsibilities
+        that it gives to about 1e-7 of themselves; each block's counts are
+        added in double.
+        """
+        parts = self._parts(theta.float())
         counts = sum(self._summed_over_rows(parts, {"features": _joint_features(
-            block[0].to(theta.dtype))})[1] for block in row_blocks(store, theta.shape[0]))
+            block[0].float())})[1].double() for block in row_blocks(store, theta.shape[0]))
         counts = counts[:, :, 2 * self.n_features]
         return float(weights[counts.amin(1) < EMPTY_COUNT].sum())
 
