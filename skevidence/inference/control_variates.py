@@ -115,7 +115,7 @@ class ControlVariate:
     def add_chunk(self, model, chunk):
         """Include a newly observed chunk in the sums (new tensors: states share the old)."""
         self._chunk_memo = None
-        self.grad_sum = self.grad_sum + model.grad_log_likelihood(self.theta_ref, chunk)
+        self.grad_sum = self.grad_sum + self._gradient(model)(self.theta_ref, chunk)
         if self.curvature is not None:
             F = model.fisher_information(self.anchor, chunk)
             self.curvature = None if F is None else self.curvature + F
@@ -141,16 +141,29 @@ class ControlVariate:
         moves_anchor = self.second_order and (
             move_anchor or n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
         scale = n_seen / batch_size_of(store)
+        gradient = self._gradient(model)
         if batch_size_of(store) == n_seen:  # no pass at the old references
-            self.grad_sum = full_gradient_sum(model, new_ref, store)
+            self.grad_sum = blockwise_sum(gradient, new_ref, store)
         else:  # one pass over the sample for the new and old references
-            sums = full_gradient_sum(model, torch.cat([new_ref, self.theta_ref]), store)
+            sums = blockwise_sum(gradient, torch.cat([new_ref, self.theta_ref]), store)
             self.grad_sum = self.grad_sum + (sums[:R] - sums[R:]) * scale
         self.theta_ref = new_ref
         self.n_at_refresh = n_seen
         if moves_anchor:
             self._move_anchor(model, store, scale, n_seen, probes, anchor)
         self.relabel = self._relabelling_to_anchor(maps)
+
+    def _gradient(self, model):
+        """``(theta, batch) -> gradient sum`` for this control variate's sums: rounded
+        (:func:`rounded_gradient`) while it is of first order, whose noise dwarfs
+        the rounding. In the exact sums at the references (each block's sum
+        added in double) the rounding is a fixed offset: on the paper's mixture
+        at 6.3e5 rows at most 2% of the posterior score's smallest standard
+        deviation (median 7e-4), where the pass over the store costs 1.4 CPU s
+        instead of 2.2."""
+        if self.curvature is not None:
+            return model.grad_log_likelihood
+        return lambda theta, batch: rounded_gradient(model, theta, batch)
 
     def _relabelling_to_anchor(self, maps):
         """Each per-particle reference's map to the anchor's labelling (None: not needed)."""
@@ -216,11 +229,9 @@ class ControlVariate:
     def minibatch_gradient(self, model, theta, minibatch, n_past):
         """Unbiased estimate of ``sum_past grad log p(y | theta)``, ``[M, d]``.
 
-        The first order's gradients in single precision (:func:`rounded_gradient`).
+        The first order's gradients in single precision (:meth:`_gradient`).
         """
-        gradient = model.grad_log_likelihood if self.curvature is not None else (
-            lambda points, batch: rounded_gradient(model, points, batch))
-        both = gradient(torch.cat([theta, self.theta_ref]), minibatch)
+        both = self._gradient(model)(torch.cat([theta, self.theta_ref]), minibatch)
         g_theta, g_ref = both[: theta.shape[0]], both[theta.shape[0] :]
         scale = n_past / batch_size_of(minibatch)
         estimate = self.grad_sum + scale * (g_theta - g_ref)

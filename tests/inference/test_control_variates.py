@@ -41,7 +41,12 @@ def _control_variate(model, data, ref, second_order, probes):
 def test_the_sums_are_exact_over_every_observation():
     model, data, theta, mode = _posterior_cloud()
     cv = _control_variate(model, data, mode, second_order=True, probes=theta[:4])
-    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
+    # Summed in single precision while of first order (before the anchor moved,
+    # at the refresh): to 1e-5 of the rows' summed absolute gradients (1.5e-6 here).
+    magnitude = torch.func.vmap(lambda x, y: model.grad_log_likelihood(
+        cv.theta_ref, (x[None], y[None])))(*data).abs().sum(0)
+    exact = full_gradient_sum(model, cv.theta_ref, data)
+    assert ((cv.grad_sum - exact).abs() <= 1e-5 * magnitude).all()
     torch.testing.assert_close(cv.curvature, model.fisher_information(cv.anchor, data))
     # The anchor moves once the data have doubled (here: not yet), the reference at every refresh.
     anchor = cv.anchor
@@ -67,14 +72,16 @@ def test_a_refresh_over_every_observation_evaluates_the_new_references_alone():
     cv = ControlVariate(theta_ref=mode[None], grad_sum=full_gradient_sum(model, mode[None], data))
     cv.refresh(counting, theta[:8], data, n, probes=theta[:4])
     assert max(points) == 8
-    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, theta[:8], data))
+    # (First order: summed in single precision, here to within 2e-3.)
+    rounding = dict(rtol=0.0, atol=2e-2)
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, theta[:8], data), **rounding)
     sample = take(data, torch.arange(0, n, 4))
     before = cv.grad_sum
     cv.refresh(counting, theta[8:16], sample, n, probes=theta[:4])
     expected = before + 4 * (full_gradient_sum(model, theta[8:16], sample)
                              - full_gradient_sum(model, theta[:8], sample))
     assert max(points) == 16
-    torch.testing.assert_close(cv.grad_sum, expected)
+    torch.testing.assert_close(cv.grad_sum, expected, **rounding)
 
 
 def _minibatch_errors(cv, model, data, theta, n_draws, size=200):
@@ -126,7 +133,9 @@ def test_a_model_without_a_fisher_information_for_these_data_falls_back_to_first
     model, data, theta, mode = _posterior_cloud(n=400)
     cv = _control_variate(Unknown(3, 3), data, mode, second_order=True, probes=theta[:4])
     assert not cv.second_order and cv.curvature is None
-    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
+    # (In single precision, as first order: here to within 1e-4.)
+    torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data),
+                               rtol=0.0, atol=1e-3)
 
 
 def test_the_linear_term_is_kept_only_where_it_cuts_the_noise_at_the_particles():
@@ -143,7 +152,9 @@ def test_the_linear_term_is_kept_only_where_it_cuts_the_noise_at_the_particles()
     far.add_chunk(model, data)
     far.refresh(model, mode[None], data, n, probes=mode[None] + 30.0)
     assert far.curvature is None and far.second_order
-    torch.testing.assert_close(far.grad_sum, full_gradient_sum(model, mode[None], data))
+    # (Summed in single precision, as first order: here to within 3e-3.)
+    torch.testing.assert_close(far.grad_sum, full_gradient_sum(model, mode[None], data),
+                               rtol=0.0, atol=1e-2)
 
 
 def test_the_measured_minibatch_size_gives_the_target_noise(monkeypatch):
