@@ -262,8 +262,8 @@ def within_reach(model, points, particles, weights, store):
     Within the chi-square's 1 - 1e-4 quantile of it in the metric of the
     posterior's curvature there (:func:`_curvature_near_mode`), each point
     and particle relabelled to the labelling nearest the heaviest particle:
-    points on the mode that the cloud holds. None is where that curvature is
-    not positive definite.
+    points on the mode that the cloud holds. None lies within reach where
+    that curvature is not positive definite.
     """
     dtype = next(t.dtype for t in store if t.is_floating_point())
     maps = model.relabelling_maps(torch.float64, particles.device)
