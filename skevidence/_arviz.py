@@ -19,11 +19,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._config import torch_threads
 from .inference.resampling import systematic_resample
+from .models.base import cast_batch
 
 __all__ = ["feature_coords", "import_arviz", "to_inference_data"]
 
 ARVIZ_INSTALL_HINT = ("to_inference_data needs ArviZ, an optional dependency of skevidence: "
                       "pip install arviz (or pip install 'skevidence[arviz]')")
+
 
 def import_arviz():
     """``arviz``, or an ``ImportError`` that says how to install it."""
@@ -58,7 +60,7 @@ def _pointwise_log_likelihood(est, X, y):
     """``log p(observation i | particle m)``, ``[M, n]`` float64, and the observed data."""
     X, y_checked = est._validate_training_data(X, y if est._takes_y() else None, reset=False)
     batch = est._to_batch(X, y_checked)
-    batch = tuple(t.to(torch.float64) if t.is_floating_point() else t for t in batch)
+    batch = cast_batch(batch, torch.float64)
     theta = est._particles_tensor()
     # The same row blocks as the predictions: bounded memory whatever n.
     width = getattr(est._model, "n_components", None) or getattr(est._model, "n_classes", 1)

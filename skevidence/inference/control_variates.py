@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks, take
+from ..models.base import batch_size_of, cast_batch, row_blocks, take
 from .relabelling import nearest_relabelling
 
 __all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision",
@@ -78,8 +78,8 @@ def rounded_gradient(model, theta, batch):
     """
     if theta.dtype != torch.float64:
         return model.grad_log_likelihood(theta, batch)
-    batch = tuple(t.float() if t.is_floating_point() else t for t in batch)
-    return model.grad_log_likelihood(theta.float(), batch).to(theta.dtype)
+    return model.grad_log_likelihood(theta.float(), cast_batch(batch, torch.float32)).to(
+        theta.dtype)
 
 
 def blockwise_sum(summed_over_batch, theta, batch):

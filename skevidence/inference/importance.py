@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, row_blocks, take
+from ..models.base import batch_size_of, cast_batch, has_fisher_information, row_blocks, take
 from . import relabelling
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
@@ -203,8 +203,8 @@ def _whole_store_curvature(model, theta, store, dtype):
     (the paper's mixture at 6.3e5 rows: 0.75 against 1.9 CPU s) and differs by
     about 1e-5 of itself. (Central differences need double precision.)"""
     if dtype == torch.float64 and has_fisher_information(model):
-        single = tuple(t.float() if t.is_floating_point() else t for t in store)
-        chol = _curvature_factor(model, theta, single, batch_size_of(store), torch.float32)
+        chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
+                                 batch_size_of(store), torch.float32)
         if chol is not None:
             return chol
     return _curvature_factor(model, theta, store, batch_size_of(store), dtype)
@@ -324,7 +324,7 @@ def _differenced_precision(model, theta, rows, scale):
     d = theta.shape[0]
     steps = DIFFERENCE_STEP * theta.abs().clamp_min(1.0)
     points = torch.cat([theta + torch.diag(steps), theta - torch.diag(steps)])
-    rows = tuple(x.to(torch.float64) if x.is_floating_point() else x for x in rows)
+    rows = cast_batch(rows, torch.float64)
     _, grad = log_posterior_and_grad(model, points, row_blocks(rows, 2 * d, SUM_ROWS), scale)
     hessian = (grad[:d] - grad[d:]) / (2.0 * steps[:, None])
     return -0.5 * (hessian + hessian.T)
@@ -386,7 +386,7 @@ def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
     # block by block), and the estimate by a sizeable part of that.
     log_p = model.log_prior(theta)
     for block in row_blocks(store, n_draws, SUM_ROWS):
-        block = tuple(x.to(torch.float64) if x.is_floating_point() else x for x in block)
+        block = cast_batch(block, torch.float64)
         log_p = log_p + model.log_likelihood_sum(theta, block)
     return theta, log_p - log_q
 

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..models.base import PreparedBatch, batch_size_of, take
+from ..models.base import PreparedBatch, batch_size_of, cast_batch, take
 from .control_variates import rounded_gradient
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
@@ -212,9 +212,9 @@ def _tempered_terms(model, state, chunk, lam, dtype):
         summary = {key: lam * value if past is None else past[key] + lam * value
                    for key, value in chunk_summary.items()}
         return [(1.0, _prepared_summary(model, summary, dtype))], False
-    terms = [(lam, model.prepare_move_batch(_cast_batch(chunk, dtype)))]
+    terms = [(lam, model.prepare_move_batch(cast_batch(chunk, dtype)))]
     if state.n_seen > 0:
-        terms.append((1.0, model.prepare_move_batch(_cast_batch(state.reservoir.data(), dtype))))
+        terms.append((1.0, model.prepare_move_batch(cast_batch(state.reservoir.data(), dtype))))
     return terms, True
 
 
@@ -269,8 +269,3 @@ def _warmup_dtype(state, config):
     if config.warmup_dtype == "float32" and state.theta.dtype == torch.float64:
         return torch.float32
     return state.theta.dtype
-
-
-def _cast_batch(batch, dtype):
-    """The floating tensors of ``batch`` in ``dtype`` (labels stay integers)."""
-    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)

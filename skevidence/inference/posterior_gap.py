@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks
+from ..models.base import batch_size_of, cast_batch, row_blocks
 
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
            "cloud_on_posterior", "log_posterior_and_grad"]
@@ -53,7 +53,7 @@ def log_posterior_and_grad(model, theta, blocks, scale, rounded=False):
     point = theta.float() if single else theta
     for block in blocks:
         if single:
-            block = tuple(t.float() if t.is_floating_point() else t for t in block)
+            block = cast_batch(block, torch.float32)
         log_lik, g = model.log_likelihood_and_grad(point, block)
         total = total + scale * log_lik.to(total.dtype)
         grad = grad + scale * g.to(grad.dtype)

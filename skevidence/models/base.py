@@ -4,7 +4,7 @@ import math
 
 import torch
 
-__all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of",
+__all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "cast_batch",
            "block_elements", "has_fisher_information", "has_relabellings", "row_blocks", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
@@ -23,6 +23,11 @@ DEVICE_BLOCK_ELEMENTS = 1 << 25
 def batch_size_of(batch):
     """Number of observations in a batch (a tuple of tensors)."""
     return batch[0].shape[0]
+
+
+def cast_batch(batch, dtype):
+    """The floating tensors of ``batch`` in ``dtype`` (labels stay integers)."""
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
 
 
 def take(batch, index):
