@@ -38,7 +38,7 @@ from ..models.base import batch_size_of, cast_batch, row_blocks, take
 from .relabelling import nearest_relabelling
 
 __all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision",
-           "rounded_gradient"]
+           "rounded_gradient", "past_term_gradient"]
 
 # Most rows of past data per block when summing gradients over the whole
 # store at one or two references (more references: models.base.row_blocks).
@@ -71,15 +71,31 @@ def rounded_gradient(model, theta, batch):
     control variate's mini-batch estimate (or a plain one). On the paper's
     mixture at 1e5 rows the rounding is at most 6e-3 of the estimate's noise
     (its SD over mini-batches; median 2e-4), a ratio that grows like
-    ``sqrt(n)``. The second order, whose noise is far smaller, stays in double
-    precision (its mini-batches are a quarter the size). The mixture's
-    gradient costs about half in single precision (docs/benchmarks.rst,
-    "Single-precision gradients").
+    ``sqrt(n)``; which terms take it: :func:`past_term_gradient`. The
+    mixture's gradient costs about half in single precision
+    (docs/benchmarks.rst, "Single-precision gradients").
     """
     if theta.dtype != torch.float64:
         return model.grad_log_likelihood(theta, batch)
     return model.grad_log_likelihood(theta.float(), cast_batch(batch, torch.float32)).to(
         theta.dtype)
+
+
+def past_term_gradient(model, cv):
+    """``(theta, batch) -> sum_{y in batch} grad log p(y | theta)`` in the precision of
+    the past data's term under control variate ``cv`` (None: plain mini-batches).
+
+    Rounded (:func:`rounded_gradient`) for a plain or first-order term, whose
+    noise dwarfs the rounding: its mini-batch estimates, the exact sums at the
+    references (each block's sum added in double: there the rounding is a
+    fixed offset, on the paper's mixture at 6.3e5 rows at most 2% of the
+    posterior score's smallest standard deviation, median 7e-4, where the
+    pass over the store costs 1.4 CPU s instead of 2.2) and the chunk's exact
+    term beside them. The model's own, in double, for the second order.
+    """
+    if cv is not None and cv.curvature is not None:
+        return model.grad_log_likelihood
+    return lambda theta, batch: rounded_gradient(model, theta, batch)
 
 
 def blockwise_sum(summed_over_batch, theta, batch):
@@ -115,7 +131,7 @@ class ControlVariate:
     def add_chunk(self, model, chunk):
         """Include a newly observed chunk in the sums (new tensors: states share the old)."""
         self._chunk_memo = None
-        self.grad_sum = self.grad_sum + self._gradient(model)(self.theta_ref, chunk)
+        self.grad_sum = self.grad_sum + past_term_gradient(model, self)(self.theta_ref, chunk)
         if self.curvature is not None:
             F = model.fisher_information(self.anchor, chunk)
             self.curvature = None if F is None else self.curvature + F
@@ -141,7 +157,7 @@ class ControlVariate:
         moves_anchor = self.second_order and (
             move_anchor or n_seen >= ANCHOR_REFRESH_FACTOR * max(self.n_at_anchor, 1))
         scale = n_seen / batch_size_of(store)
-        gradient = self._gradient(model)
+        gradient = past_term_gradient(model, self)
         if batch_size_of(store) == n_seen:  # no pass at the old references
             self.grad_sum = blockwise_sum(gradient, new_ref, store)
         else:  # one pass over the sample for the new and old references
@@ -152,18 +168,6 @@ class ControlVariate:
         if moves_anchor:
             self._move_anchor(model, store, scale, n_seen, probes, anchor)
         self.relabel = self._relabelling_to_anchor(maps)
-
-    def _gradient(self, model):
-        """``(theta, batch) -> gradient sum`` for this control variate's sums: rounded
-        (:func:`rounded_gradient`) while it is of first order, whose noise dwarfs
-        the rounding. In the exact sums at the references (each block's sum
-        added in double) the rounding is a fixed offset: on the paper's mixture
-        at 6.3e5 rows at most 2% of the posterior score's smallest standard
-        deviation (median 7e-4), where the pass over the store costs 1.4 CPU s
-        instead of 2.2."""
-        if self.curvature is not None:
-            return model.grad_log_likelihood
-        return lambda theta, batch: rounded_gradient(model, theta, batch)
 
     def _relabelling_to_anchor(self, maps):
         """Each per-particle reference's map to the anchor's labelling (None: not needed)."""
@@ -229,9 +233,9 @@ class ControlVariate:
     def minibatch_gradient(self, model, theta, minibatch, n_past):
         """Unbiased estimate of ``sum_past grad log p(y | theta)``, ``[M, d]``.
 
-        The first order's gradients in single precision (:meth:`_gradient`).
+        The first order's gradients in single precision (:func:`past_term_gradient`).
         """
-        both = self._gradient(model)(torch.cat([theta, self.theta_ref]), minibatch)
+        both = past_term_gradient(model, self)(torch.cat([theta, self.theta_ref]), minibatch)
         g_theta, g_ref = both[: theta.shape[0]], both[theta.shape[0] :]
         scale = n_past / batch_size_of(minibatch)
         estimate = self.grad_sum + scale * (g_theta - g_ref)

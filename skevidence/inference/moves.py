@@ -9,7 +9,7 @@ import math
 import torch
 
 from ..models.base import PreparedBatch, batch_size_of, cast_batch, take
-from .control_variates import rounded_gradient
+from .control_variates import past_term_gradient
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
@@ -92,6 +92,7 @@ def sghmc_move(model, state, config, chunk, lam):
     store = state.reservoir.data() if n_past > 0 else None
 
     chunk_term = chunk_gradient(model, state, chunk, minibatch_size)
+    past_gradient = past_term_gradient(model, state.cv)
 
     def grad_log_density(theta):
         g = model.grad_log_prior(theta) + lam * chunk_term(theta)
@@ -101,7 +102,7 @@ def sghmc_move(model, state, config, chunk, lam):
         minibatch = take(store, idx)
         if state.cv is not None:
             return g + state.cv.minibatch_gradient(model, theta, minibatch, n_past)
-        return g + (n_past / idx.shape[0]) * rounded_gradient(model, theta, minibatch)
+        return g + (n_past / idx.shape[0]) * past_gradient(theta, minibatch)
 
     kernel = baoab if config.integrator == "baoab" else sghmc
 
@@ -126,11 +127,9 @@ def chunk_gradient(model, state, chunk, minibatch_size):
     size = batch_size_of(chunk)
     rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
     chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
-    if chunk_cv is None and (cv is None or cv.curvature is None):
-        # Rounded as the first-order past term is: its noise dwarfs the rounding.
-        return lambda theta: rounded_gradient(model, theta, chunk)
-    if chunk_cv is None:
-        return lambda theta: model.grad_log_likelihood(theta, chunk)
+    if chunk_cv is None:  # (in the precision of the past data's term)
+        gradient = past_term_gradient(model, cv)
+        return lambda theta: gradient(theta, chunk)
     generator = state.generator
 
     def estimate(theta):
