@@ -244,3 +244,47 @@ def test_a_mixtures_references_take_the_anchors_linear_term_in_their_own_labelli
     # times the variance, more than the first order's (seeds 0-3).
     cv.relabel = None
     assert float((_minibatch_errors(cv, model, data, theta, 400)**2).mean()) > errors[False]
+
+
+def test_references_copied_by_resampling_are_evaluated_once_each():
+    model, data, refs, theta, mode = _mixture_cloud()
+    n = data[0].shape[0]
+    maps = model.relabelling_maps()
+    index = torch.arange(64)
+    index[[1, 2, 6]] = torch.tensor([0, 0, 5])  # 61 distinct of 64
+    for second_order in (False, True):
+        copied = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs),
+                                second_order=second_order)
+        copied.add_chunk(model, data)
+        copied.refresh(model, refs, data, n, aligned(theta[:4], mode, maps), anchor=mode,
+                       maps=maps, move_anchor=True)
+        copied.select(index)
+        copied.select(torch.arange(63, -1, -1))  # the copies' record follows a second resampling
+        plain = ControlVariate(theta_ref=copied.theta_ref.clone(), grad_sum=copied.grad_sum.clone(),
+                               second_order=second_order, curvature=copied.curvature,
+                               anchor=copied.anchor, relabel=copied.relabel)
+        assert plain.distinct is None and copied.distinct[0].shape[0] == 61
+        minibatch = take(data, torch.arange(0, n, 7))
+        evaluated = []
+        gradient = model.grad_log_likelihood
+
+        def counted(points, batch):
+            evaluated.append(points.shape[0])
+            return gradient(points, batch)
+
+        model.grad_log_likelihood = counted
+        try:
+            for cv in (copied, plain):
+                g = cv.minibatch_gradient(model, theta, minibatch, n)
+                cv.add_chunk(model, minibatch)
+                expected = g if cv is copied else expected
+        finally:
+            del model.grad_log_likelihood
+        # theta and the 61 distinct references, then the chunk at the 61; 64 each without the record
+        assert evaluated[:2] == [64 + 61, 61] and evaluated[2:] == [128, 64]
+        # Equal up to the first order's single-precision rounding, which depends
+        # on how many points one call evaluates (here at most 2.1e-5 of the
+        # largest sum; the second order, in double, within 1e-12 of it)
+        atol = (1e-4 if not second_order else 1e-12) * float(plain.grad_sum.abs().max())
+        torch.testing.assert_close(copied.grad_sum, plain.grad_sum, rtol=0, atol=atol)
+        torch.testing.assert_close(g, expected, rtol=0, atol=atol)
