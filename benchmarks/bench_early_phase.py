@@ -258,7 +258,7 @@ def instrument(profile, est, time_cap):
     patch(sgais, "refresh_reference", lambda f: sec("cv", f))
     patch(ControlVariate, "add_chunk", lambda f: sec("cv", f))
     patch(preconditioning, "preconditioner", lambda f: sec("precond", f))
-    patch(moves, "_cast_batch", lambda f: sec("prep", f))
+    patch(moves, "cast_batch", lambda f: sec("prep", f))
     patch(moves, "exact_move", lambda f: profile.counter("exact", sec("exact", f)))
     patch(sgais, "sghmc_move", lambda f: profile.counter("moves", sec("sghmc", f)))
     patch(sgais, "_skips_move", lambda f: profile.counter("skipped", f, lambda r: r))
