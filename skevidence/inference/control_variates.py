@@ -240,7 +240,8 @@ class ControlVariate:
             self.grad_sum = self.grad_sum[index]
             if self.relabel is not None:
                 self.relabel = self.relabel[index]
-            self.distinct = _distinct_rows(index if self.distinct is None else self.distinct[1][index])
+            labels = index if self.distinct is None else self.distinct[1][index]
+            self.distinct = _distinct_rows(labels)
 
     def _distinct_references(self):
         """The distinct references ``[U, d]``, and the map of a ``[U, ...]`` result to all ``R``."""
