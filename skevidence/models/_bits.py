@@ -14,25 +14,31 @@ import math
 
 import torch
 
-__all__ = ["LN_2", "LOG2_E", "log_normalizer_bits_", "summed_log_normalizer_bits_",
+__all__ = ["LN_2", "LOG2_E", "POWER_FLOOR", "log_normalizer_bits_", "summed_log_normalizer_bits_",
            "softmax_bits_", "single_precision_buffer"]
 
 LN_2 = math.log(2.0)
 LOG2_E = 1.0 / LN_2  # scores in nats times this are in bits
+# Shifted scores below this many bits count as this: 2^-100 is lost in any
+# normaliser (at least 1) in single or double precision, and the powers and
+# probabilities stay clear of subnormal numbers, which the CPU handles slowly.
+POWER_FLOOR = -100.0
 
 
 def _shifted_powers_(bits, out=None):
-    """``2^(bits - max_k bits)`` over dim 1 (into ``out``, of any dtype, if given) and the
-    shift ``[M, 1, B]``."""
+    """``2^(bits - max_k bits)`` over dim 1, each at least ``2^POWER_FLOOR`` (into ``out``,
+    of any dtype, if given), and the shift ``[M, 1, B]``."""
     # A constant shift; where every class is -inf (or one +inf) the shift is 0, so
-    # that the normaliser comes out -inf (or +inf), not NaN, as torch.logsumexp's.
-    top = bits.detach().amax(dim=1, keepdim=True).nan_to_num_(0.0, 0.0, 0.0)
+    # that no NaN arises, and the normaliser takes the max (-inf or +inf) as
+    # torch.logsumexp does, whatever the floor made of the powers.
+    top = bits.detach().amax(dim=1, keepdim=True)
+    shift = top.nan_to_num(0.0, 0.0, 0.0)
     if bits.requires_grad:
-        return (bits - top).exp2(), top
-    shifted = bits.sub_(top)
-    if out is not None:
+        return (bits - shift).exp2(), top
+    shifted = bits.sub_(shift)
+    if out is not None:  # (the floor then in the narrower dtype, at half the traffic)
         shifted = out.copy_(shifted)
-    return shifted.exp2_(), top
+    return shifted.clamp_min_(POWER_FLOOR).exp2_(), top
 
 
 def log_normalizer_bits_(bits, with_proba=False):

@@ -7,7 +7,7 @@ import torch
 
 from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
 from skevidence.models import GaussianMixtureModel, LogisticRegressionModel
-from skevidence.models._bits import (LOG2_E, log_normalizer_bits_, softmax_bits_,
+from skevidence.models._bits import (LOG2_E, POWER_FLOOR, log_normalizer_bits_, softmax_bits_,
                                      summed_log_normalizer_bits_)
 
 
@@ -46,3 +46,16 @@ def test_models_sum_what_they_return_per_row():
     batch = (torch.as_tensor(X),)
     torch.testing.assert_close(gmm.log_likelihood_sum(theta, batch),
                                gmm.log_likelihood(theta, batch).sum(1), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_far_classes_stay_clear_of_subnormal_numbers(dtype):
+    # Classes 200-3000 bits below the top: their powers would be subnormal or
+    # zero; floored at 2^POWER_FLOOR, normal numbers that no normaliser sees.
+    bits = torch.tensor([[[0.0, 0.0], [-200.0, -130.0], [-3000.0, -1.0]]], dtype=dtype)
+    expected = torch.logsumexp(bits.double() / LOG2_E, dim=1)
+    rows, proba = log_normalizer_bits_(bits.clone(), with_proba=True)
+    torch.testing.assert_close(rows.double(), expected, rtol=0, atol=1e-6)
+    tiny = torch.finfo(dtype).tiny
+    assert ((proba == 0) | (proba >= tiny)).all() and (proba > 0).all()
+    assert float(proba[0, 1, 0]) == pytest.approx(2.0 ** POWER_FLOOR)
