@@ -50,12 +50,11 @@ def test_models_sum_what_they_return_per_row():
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_far_classes_stay_clear_of_subnormal_numbers(dtype):
-    # Classes 200-3000 bits below the top: their powers would be subnormal or
+    # Classes 130-3000 bits below the top: their powers would be subnormal or
     # zero; floored at 2^POWER_FLOOR, normal numbers that no normaliser sees.
     bits = torch.tensor([[[0.0, 0.0], [-200.0, -130.0], [-3000.0, -1.0]]], dtype=dtype)
     expected = torch.logsumexp(bits.double() / LOG2_E, dim=1)
     rows, proba = log_normalizer_bits_(bits.clone(), with_proba=True)
     torch.testing.assert_close(rows.double(), expected, rtol=0, atol=1e-6)
-    tiny = torch.finfo(dtype).tiny
-    assert ((proba == 0) | (proba >= tiny)).all() and (proba > 0).all()
+    assert (proba >= torch.finfo(dtype).tiny).all()
     assert float(proba[0, 1, 0]) == pytest.approx(2.0 ** POWER_FLOOR)
