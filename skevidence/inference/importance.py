@@ -115,11 +115,8 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
 def importance_draws(model, particles, weights, store, n_draws, generator, start=None):
     """``(estimate, draws [n_draws, d], log_weights [n_draws])`` of
     :func:`importance_log_evidence`, or None where it gives none."""
-    dtype = next(t.dtype for t in store if t.is_floating_point())
-    maps = model.relabelling_maps(torch.float64, particles.device)
-    particles, weights = particles.to(torch.float64), weights.to(torch.float64)
-    heaviest = particles[int(weights.argmax())]
-    aligned = relabelling.aligned(particles, heaviest, maps)
+    dtype = _store_dtype(store)
+    maps, heaviest, aligned, weights = _aligned_cloud(model, particles, weights)
     climbed = _climb(model, *_start_of_climb(model, weights @ aligned, heaviest, start, maps,
                                              store, dtype), store, dtype)
     if climbed is None:
@@ -154,7 +151,7 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
         return mean, None
     start = relabelling.aligned(start.to(mean)[None], heaviest, maps)[0]
     chol = _curvature_near_mode(model, start, store, dtype)
-    if chol is None or float(((mean - start) @ chol).square().sum()) > _chi2_quantile(len(mean)):
+    if chol is None or not bool(_within_draws(mean - start, chol)):
         return mean, None
     return start, chol
 
@@ -243,7 +240,7 @@ def importance_at(model, point, store, n_draws, generator):
     None where that curvature is not positive definite or a weight is not
     finite.
     """
-    dtype = next(t.dtype for t in store if t.is_floating_point())
+    dtype = _store_dtype(store)
     point = point.to(torch.float64)
     chol = _whole_store_curvature(model, point, store, dtype)
     if chol is None:
@@ -265,27 +262,44 @@ def within_reach(model, points, particles, weights, store):
     points on the mode that the cloud holds. None lies within reach where
     that curvature is not positive definite.
     """
-    dtype = next(t.dtype for t in store if t.is_floating_point())
+    maps, heaviest, aligned, weights = _aligned_cloud(model, particles, weights)
+    mean = weights @ aligned
+    chol = _curvature_near_mode(model, mean, store, _store_dtype(store))
+    if chol is None:
+        return torch.zeros(points.shape[0], dtype=torch.bool, device=points.device)
+    return _within_draws(relabelling.aligned(points.to(torch.float64), heaviest, maps) - mean,
+                         chol)
+
+
+def _aligned_cloud(model, particles, weights):
+    """``(maps, heaviest, aligned, weights)`` in double precision: the model's
+    relabelling maps, the heaviest particle, and every particle in the labelling
+    nearest it (``Model.relabelling_maps``; as they are without relabellings)."""
     maps = model.relabelling_maps(torch.float64, particles.device)
     particles, weights = particles.to(torch.float64), weights.to(torch.float64)
     heaviest = particles[int(weights.argmax())]
-    mean = weights @ relabelling.aligned(particles, heaviest, maps)
-    chol = _curvature_near_mode(model, mean, store, dtype)
-    if chol is None:
-        return torch.zeros(points.shape[0], dtype=torch.bool, device=points.device)
-    offsets = relabelling.aligned(points.to(torch.float64), heaviest, maps) - mean
-    return (offsets @ chol).square().sum(1) <= _chi2_quantile(mean.shape[0])
+    return maps, heaviest, relabelling.aligned(particles, heaviest, maps), weights
+
+
+def _store_dtype(store):
+    """The dtype of the store's floating tensors (its labels are integers)."""
+    return next(t.dtype for t in store if t.is_floating_point())
 
 
 def _one_mode(aligned, weights, chol, maps):
     """Whether the particles sit around one mode: at most CLOUD_OUTSIDE of their weight
     further from their mean, in the metric of the posterior's curvature ``chol chol^T``
     and in the relabelling that brings each nearest, than posterior draws go."""
-    d = chol.shape[0]
-    # Squared Mahalanobis distance ||L^T (theta - mean)||^2 = ||(theta - mean) L||^2.
     centred = relabelling.relabelled(aligned, maps) - weights @ aligned
-    distance = (centred @ chol).square().sum(-1).amin(1)
-    return float(weights[distance > _chi2_quantile(d)].sum()) <= CLOUD_OUTSIDE
+    near = _within_draws(centred, chol).any(1)  # in some relabelling
+    return float(weights[~near].sum()) <= CLOUD_OUTSIDE
+
+
+def _within_draws(offsets, chol):
+    """Which ``offsets [..., d]`` from a point lie where posterior draws around it go:
+    within the chi-square's 1 - 1e-4 quantile in the metric of the curvature
+    ``chol chol^T`` (the squared Mahalanobis distance ``||offset L||^2``)."""
+    return (offsets @ chol).square().sum(-1) <= _chi2_quantile(chol.shape[0])
 
 
 def _chi2_quantile(d):

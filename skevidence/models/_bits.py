@@ -26,8 +26,9 @@ POWER_FLOOR = -100.0
 
 
 def _shifted_powers_(bits, out=None):
-    """``2^(bits - max_k bits)`` over dim 1, each at least ``2^POWER_FLOOR`` (into ``out``,
-    of any dtype, if given), and the shift ``[M, 1, B]``."""
+    """``2^(bits - max_k bits)`` over dim 1 (into ``out``, of any dtype, if given) and the
+    shift ``[M, 1, B]``; in place, each power at least ``2^POWER_FLOOR`` (autograd's
+    copy keeps the exact powers)."""
     # A constant shift; where every class is -inf (or one +inf) the shift is 0, so
     # that no NaN arises, and the normaliser takes the max (-inf or +inf) as
     # torch.logsumexp does, whatever the floor made of the powers.
