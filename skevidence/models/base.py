@@ -50,19 +50,6 @@ def row_blocks(batch, n_particles, max_rows=None):
             for start in range(0, batch_size_of(batch), rows)]
 
 
-def weighted_row_sums(weights, rows):
-    """``weights @ rows`` for ``weights [R, B]`` and ``rows [B, p]``, ``[R, p]``.
-
-    With many more weight rows than columns the transposed product is the
-    faster (torch 2.13.0+cpu, one thread, float64, ``R = 640, B = 500,
-    p = 3``: 135 against 377 us; the layout BLAS reads ``weights`` in), with
-    one or two it is the plain one.
-    """
-    if weights.shape[0] <= rows.shape[1]:
-        return weights @ rows
-    return (rows.T @ weights.T).T
-
-
 def has_fisher_information(model):
     """Whether ``model`` overrides :meth:`Model.fisher_information` (optional in the contract)."""
     return type(model).fisher_information is not Model.fisher_information

@@ -27,7 +27,7 @@ import torch
 
 from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer,
                     summed_log_normalizer_bits_)
-from .base import Model, PreparedBatch, block_elements, row_blocks, weighted_row_sums
+from .base import Model, PreparedBatch, block_elements, row_blocks
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -451,7 +451,7 @@ class GaussianMixtureModel(Model):
             block_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
             rows_features = block["single_features"] if out is not None else block["features"]
             # S2, S1 and N_k from one product
-            block_moments = weighted_row_sums(resp.reshape(M * K, -1), rows_features)
+            block_moments = resp.reshape(M * K, -1) @ rows_features
             log_lik = log_lik + block_lik
             moments = moments + block_moments.reshape(M, K, -1).to(parts.means.dtype)
         return log_lik, moments

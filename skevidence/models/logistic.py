@@ -6,7 +6,7 @@ import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
                     summed_log_normalizer_bits_)
-from .base import GaussianPriorModel, PreparedBatch, weighted_row_sums
+from .base import GaussianPriorModel, PreparedBatch
 
 __all__ = ["LogisticRegressionModel"]
 
@@ -170,7 +170,7 @@ class LogisticRegressionModel(GaussianPriorModel):
     def _expected_statistics(self, proba, X):
         """``sum_n p_n [x_n, 1]`` per particle, ``[M, d]``, from ``proba [M, K, B]``."""
         M, K, B = proba.shape
-        expected = weighted_row_sums(proba.reshape(M * K, B), X).reshape(M, -1)
+        expected = (proba.reshape(M * K, B) @ X).reshape(M, -1)
         if not self.fit_intercept:
             return expected
         return torch.cat([expected, proba.sum(2)], dim=1)
