@@ -8,6 +8,7 @@ import torch
 from scipy import integrate, stats
 
 from skevidence.models import GaussianMixtureModel, Model
+from skevidence.models import base as base_module
 from skevidence.models import gmm as gmm_module
 from skevidence.models.base import row_blocks
 from tests.conftest import gaussian_blobs
@@ -251,6 +252,30 @@ def test_spare_weight_is_the_weight_of_particles_with_an_unused_component():
     weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
     assert model.spare_weight(theta, weights, (X,)) == pytest.approx(0.5)
     assert Model.spare_weight(model, theta, weights, (X,)) is None  # the contract's default
+
+
+def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch):
+    # Counts only grow: particles whose components all reach EMPTY_COUNT in the
+    # first blocks need no more rows, and the rest get the whole store's counts.
+    X = torch.as_tensor(gaussian_blobs(400, [[-3.0], [3.0]], [[0.5], [0.5]], [0.5, 0.5], 0))
+    model = GaussianMixtureModel(1, n_components=3)
+    far = [[[-3.0], [3.0], [3.0]], [[-3.0], [3.0], [40.0]], [[-3.0], [3.0], [7.0]]]
+    theta = model.pack(torch.full((3, 3), 1 / 3), torch.tensor(far),
+                       torch.ones(3, 3, 1)).to(torch.float64)
+    weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    whole = model.spare_weight(theta, weights, (X,))
+    rows_seen = []
+    summed = model._summed_over_rows
+    monkeypatch.setattr(model, "_summed_over_rows", lambda parts, prepared: (
+        rows_seen.append(parts.means.shape[0] * prepared["features"].shape[0])
+        or summed(parts, prepared)))
+    monkeypatch.setattr(base_module, "BLOCK_ELEMENTS", 3 * 50)  # 50-row blocks
+    assert model.spare_weight(theta, weights, (X,)) == whole
+    # The first particle leaves after one block; the third's component at 7
+    # explains 0.33 of a row in all, reaching EMPTY_COUNT after a few blocks;
+    # the second's at 40 none, so it alone sees every row.
+    assert whole == pytest.approx(0.3)
+    assert rows_seen[0] == 3 * 50 and 400 < sum(rows_seen) < 2 * 400
 
 
 def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
