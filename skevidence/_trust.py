@@ -80,7 +80,8 @@ class TrustDiagnosticsMixin:
             return last[1], last[2]
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
         store = state.reservoir.data()
-        cloud = posterior_gap.cloud_on_posterior(self._model, state.theta, W, store, state.n_seen)
+        cloud = self._searched_cloud(W) or posterior_gap.cloud_on_posterior(
+            self._model, state.theta, W, store, state.n_seen)
         gap = posterior_gap.posterior_gap(self._model, state.theta, W, store, state.n_seen,
                                           cloud=cloud)
         spread = posterior_gap.spread_ratio(self._model, state.theta, W, store, state.n_seen,
@@ -92,6 +93,20 @@ class TrustDiagnosticsMixin:
         self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W),
                              self._missed_mode_check(W, cloud.log_p), spare)
         return gap, spread
+
+    def _searched_cloud(self, W):
+        """The engine's pass over the store for its search at the end of this update
+        (``sgais.move_to_missed_mode``), where the particles and weights are still
+        those; else None."""
+        state = self._state
+        searched = getattr(state, "search_cloud", None)
+        if searched is None:
+            return None
+        n_seen, theta, cloud = searched
+        if n_seen != state.n_seen or theta is not state.theta or not torch.equal(
+                cloud.W, W[W > 0]):
+            return None
+        return cloud
 
     def _importance_check(self, W):
         """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the

@@ -291,3 +291,23 @@ def test_refit_checks_the_new_run_and_partial_fit_rechecks_on_doubling():
     assert reg._gap_checked is first
     reg.fit(X[:300], y[:300])  # a new run is checked afresh
     assert reg._gap_checked[0] == 300
+
+
+def test_the_checks_take_the_pass_of_the_search_that_ends_the_update(monkeypatch):
+    # The engine's search at the end of an update and the checks right after
+    # it read the same particles' log posterior on every stored row: one pass.
+    X = np.random.default_rng(0).normal(size=(600, 2)) + np.repeat([[-3, 0], [3, 0]], 300, 0)
+    passes = []
+    cloud_on_posterior = _trust.posterior_gap.cloud_on_posterior
+    monkeypatch.setattr(_trust.posterior_gap, "cloud_on_posterior",
+                        lambda *args: passes.append(args[-1]) or cloud_on_posterior(*args))
+    gmm = EvidenceGMM(n_components=2, n_particles=32, random_state=0).fit(X)
+    assert passes == [600] and gmm._state.search_cloud[0] == 600
+    shared = gmm.diagnostics_
+    gmm._gap_checked, gmm._state.search_cloud = None, None  # the checks' own pass
+    gmm._warn_if_untrustworthy()
+    assert passes == [600, 600]
+    for key in ("posterior_gap", "mean_log_posterior", "spread_ratio"):
+        # (the same numbers, up to single-precision sums that can differ in the
+        # last digits from one pass to the next with the memory layout)
+        assert gmm.diagnostics_[key] == pytest.approx(shared[key], rel=1e-4)

@@ -125,6 +125,10 @@ class SGAISState:
     searched_at: int = 0
     ended_search_at: int = 0
     search_found: tuple | None = None
+    # The end-of-update search's pass over the store, (n_seen, theta, Cloud of
+    # posterior_gap.cloud_on_posterior): the checks take it where the particles
+    # and weights are still those.
+    search_cloud: tuple | None = field(default=None, repr=False, compare=False)
 
     def side_generator(self, offset):
         """A generator of its own for a check or search, seeded from the engine's first

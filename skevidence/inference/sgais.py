@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from ..models.base import batch_size_of, has_fisher_information, row_blocks
-from . import importance, islands, mode_search, relabelling
+from . import importance, islands, mode_search, posterior_gap, relabelling
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
 from .control_variates import ControlVariate
@@ -212,7 +212,7 @@ def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update
     state.n_seen += batch_size_of(chunk)
     fold_in_importance(model, state, config, state.n_seen - batch_size_of(chunk))
     if _missed_mode_search_due(state, ends_update):
-        tally.n_resamplings += move_to_missed_mode(model, state, config)
+        tally.n_resamplings += move_to_missed_mode(model, state, config, ends_update)
     return _chunk_info(state, tally)
 
 
@@ -366,7 +366,7 @@ def _missed_mode_search_due(state, ends_update):
     return due
 
 
-def move_to_missed_mode(model, state, config):
+def move_to_missed_mode(model, state, config, ends_update=False):
     """Move the cloud to a mode that it missed and whose mass dwarfs its own.
 
     Where :func:`_missed_mode_search_due`, for a model with a mode search
@@ -383,6 +383,9 @@ def move_to_missed_mode(model, state, config):
     are left to them. The search's draws
     come from a generator of their own (seeded from the engine's first
     seed and the data seen), so a run that never moves keeps its numbers.
+    At the end of an update (``ends_update``) the particles' log posterior
+    comes from the pass over the store that the estimators' checks make
+    next, which they then take from ``state.search_cloud``.
     """
     if not (config.fold_importance and state.reservoir.size == state.n_seen
             and state.island_starts.shape[0] == 1):
@@ -391,7 +394,9 @@ def move_to_missed_mode(model, state, config):
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     store = state.reservoir.data()
     with torch.no_grad():
+        live_log_p = _cloud_for_the_checks(model, state, W, store) if ends_update else None
         found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator,
+                                        live_log_p,
                                         leave_cloud_mode=_folds_weigh_the_cloud(model, state,
                                                                                 config))
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
@@ -403,6 +408,14 @@ def move_to_missed_mode(model, state, config):
         return 0
     _restart_from_draws(model, state, *found, generator)
     return 1
+
+
+def _cloud_for_the_checks(model, state, W, store):
+    """The live particles' log posterior on ``store``, from the pass of
+    :func:`.posterior_gap.cloud_on_posterior`, kept in ``state.search_cloud``."""
+    cloud = posterior_gap.cloud_on_posterior(model, state.theta, W, store, state.n_seen)
+    state.search_cloud = (state.n_seen, state.theta, cloud)
+    return cloud.log_p
 
 
 def _folds_weigh_the_cloud(model, state, config):
