@@ -35,7 +35,7 @@ import math
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, row_blocks
+from ..models.base import batch_size_of, has_fisher_information, has_mode_search, row_blocks
 from . import importance, islands, mode_search, posterior_gap, relabelling
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
@@ -383,9 +383,10 @@ def move_to_missed_mode(model, state, config, ends_update=False):
     are left to them. The search's draws
     come from a generator of their own (seeded from the engine's first
     seed and the data seen), so a run that never moves keeps its numbers.
-    At the end of an update (``ends_update``) the particles' log posterior
-    comes from the pass over the store that the estimators' checks make
-    next, which they then take from ``state.search_cloud``.
+    At the end of an update (``ends_update``), for a model with a search,
+    the particles' log posterior comes from the pass over the store that
+    the estimators' checks make next, which they then take from
+    ``state.search_cloud``.
     """
     if not (config.fold_importance and state.reservoir.size == state.n_seen
             and state.island_starts.shape[0] == 1):
@@ -394,7 +395,8 @@ def move_to_missed_mode(model, state, config, ends_update=False):
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     store = state.reservoir.data()
     with torch.no_grad():
-        live_log_p = _cloud_for_the_checks(model, state, W, store) if ends_update else None
+        live_log_p = (_cloud_for_the_checks(model, state, W, store)
+                      if ends_update and has_mode_search(model) else None)
         found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator,
                                         live_log_p,
                                         leave_cloud_mode=_folds_weigh_the_cloud(model, state,

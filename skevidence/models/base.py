@@ -5,7 +5,8 @@ import math
 import torch
 
 __all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "cast_batch",
-           "block_elements", "has_fisher_information", "has_relabellings", "row_blocks", "take"]
+           "block_elements", "has_fisher_information", "has_mode_search", "has_relabellings",
+           "row_blocks", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
 # particles: the models' [M, K, rows] intermediates stay in the cache. At
@@ -53,6 +54,11 @@ def row_blocks(batch, n_particles, max_rows=None):
 def has_fisher_information(model):
     """Whether ``model`` overrides :meth:`Model.fisher_information` (optional in the contract)."""
     return type(model).fisher_information is not Model.fisher_information
+
+
+def has_mode_search(model):
+    """Whether ``model`` overrides :meth:`Model.mode_candidates` (a search for missed modes)."""
+    return type(model).mode_candidates is not Model.mode_candidates
 
 
 def has_relabellings(model):
