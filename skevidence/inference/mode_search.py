@@ -23,8 +23,9 @@ the estimators' checks repeat the search and warn (``_trust.py``).
 
 import torch
 
-from ..models.base import batch_size_of, cast_batch, row_blocks
+from ..models.base import batch_size_of, row_blocks
 from .importance import importance_at, within_reach
+from .posterior_gap import log_posterior
 
 __all__ = ["missed_mode"]
 
@@ -83,11 +84,4 @@ def _log_posterior(model, points, store, rounded=False):
     sets the bar that a point must pass to be weighed, which the weighing
     then decides on; in double it took half the search there.
     """
-    log_p = model.log_prior(points)
-    single = rounded and points.dtype == torch.float64
-    at = points.float() if single else points
-    for block in row_blocks(store, points.shape[0]):
-        if single:
-            block = cast_batch(block, torch.float32)
-        log_p = log_p + model.log_likelihood_sum(at, block).to(log_p.dtype)
-    return log_p
+    return log_posterior(model, points, row_blocks(store, points.shape[0]), rounded=rounded)

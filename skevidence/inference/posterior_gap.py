@@ -21,7 +21,7 @@ import torch
 from ..models.base import batch_size_of, cast_batch, row_blocks
 
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
-           "cloud_on_posterior", "log_posterior_and_grad"]
+           "cloud_on_posterior", "log_posterior_and_grad", "log_posterior"]
 
 
 def gap_threshold(d, subsample_ratio=1.0):
@@ -49,15 +49,30 @@ def log_posterior_and_grad(model, theta, blocks, scale, rounded=False):
     ``theta``), added in double.
     """
     total, grad = model.log_prior(theta), model.grad_log_prior(theta)
-    single = rounded and theta.dtype == torch.float64
-    point = theta.float() if single else theta
+    point, blocks = _terms_in(theta, blocks, rounded)
     for block in blocks:
-        if single:
-            block = cast_batch(block, torch.float32)
         log_lik, g = model.log_likelihood_and_grad(point, block)
         total = total + scale * log_lik.to(total.dtype)
         grad = grad + scale * g.to(grad.dtype)
     return total, grad
+
+
+def log_posterior(model, theta, blocks, scale=1.0, rounded=False):
+    """:func:`log_posterior_and_grad` without the gradient, ``[M]``."""
+    total = model.log_prior(theta)
+    point, blocks = _terms_in(theta, blocks, rounded)
+    for block in blocks:
+        total = total + scale * model.log_likelihood_sum(point, block).to(total.dtype)
+    return total
+
+
+def _terms_in(theta, blocks, rounded):
+    """``theta`` and the ``blocks`` as the terms are computed: in single precision
+    where ``rounded`` and ``theta`` is double (the sums then added in double), else
+    as they are."""
+    if not (rounded and theta.dtype == torch.float64):
+        return theta, blocks
+    return theta.float(), (cast_batch(block, torch.float32) for block in blocks)
 
 
 @dataclass(frozen=True)
