@@ -139,11 +139,10 @@ def update(model, state, config, batch, move=None, callback=None):
     move = sghmc_move if move is None else move
     start, longest = 0, (0, 0, 0)
     ends = chunk_ends(state.n_seen, batch_size_of(batch), config)
-    update_end = state.n_seen + batch_size_of(batch)
     for end in ends:
         chunk = tuple(t[start:end] for t in batch)
         info = _condition_on_chunk(model, state, config, chunk, move, callback,
-                                   ends_update=end == ends[-1], update_end=update_end)
+                                   ends_update=end == ends[-1])
         state.trace.append(info)
         longest = max(longest, (info.n_annealing_steps, state.n_seen - (end - start),
                                 end - start))
@@ -199,11 +198,9 @@ def _first_boundary_after(n_seen, config):
     return position
 
 
-def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update=False,
-                        update_end=None):
+def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update=False):
     """Move the particles from the posterior without ``chunk`` to the one with it
-    (``ends_update``: the update's last chunk; ``update_end``: the data seen once
-    the update ends, if known)."""
+    (``ends_update``: the update's last chunk)."""
     refresh_reference(model, state, config)
     tally = ChunkTally(n_particles=state.theta.shape[0])
     if not _start_by_importance(model, state, config, chunk, move, callback, tally):
@@ -214,7 +211,7 @@ def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update
         state.cv.add_chunk(model, chunk)
     state.n_seen += batch_size_of(chunk)
     fold_in_importance(model, state, config, state.n_seen - batch_size_of(chunk))
-    if _missed_mode_search_due(state, ends_update, update_end):
+    if _missed_mode_search_due(state, ends_update):
         tally.n_resamplings += move_to_missed_mode(model, state, config, ends_update)
     return _chunk_info(state, tally)
 
@@ -351,7 +348,7 @@ def fold_in_importance(model, state, config, n_before):
     state.log_evidence = combined - 0.5 * (closed + open_var)
 
 
-def _missed_mode_search_due(state, ends_update, update_end=None):
+def _missed_mode_search_due(state, ends_update):
     """After a chunk once the data seen have doubled since the last search; at
     the end of an update once they have doubled since the last update that
     ended with one: the estimators' checks look for missed modes there, and
@@ -360,15 +357,8 @@ def _missed_mode_search_due(state, ends_update, update_end=None):
     counts for the chunks too: a stream fed in many small calls then
     searches about once per doubling instead of twice (the paper's mixture
     streamed to 1e6 in 1e4-row calls: 12 searches, 22 CPU s, instead of 18
-    and 40; the fit 171 CPU s instead of 191). A chunk's search waits for
-    the end of its update (``update_end`` rows seen) where that comes
-    before the data double again: the paper's mixture's first 1e4-row call
-    searched at 8000 and 10000 rows (0.70 and 0.77 CPU s), a fit of 1000
-    rows at 500 and 1000; the later search stands for both (a search that
-    finds nothing leaves the run's numbers as they were)."""
+    and 40; the fit 171 CPU s instead of 191)."""
     due = state.n_seen >= 2 * state.searched_at
-    if due and not ends_update and update_end is not None and update_end <= 2 * state.n_seen:
-        due = False
     if ends_update and state.n_seen >= 2 * state.ended_search_at:
         state.ended_search_at, due = state.n_seen, True
     if due:

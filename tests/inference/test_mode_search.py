@@ -145,24 +145,14 @@ def test_a_stream_in_small_calls_searches_once_per_doubling():
     # Chunks of 500 rows in calls of 5000: the chunks' schedule searches at
     # each doubling, the end of a call once the data have doubled since the
     # last call that ended with one (for the estimators' checks). Counted
-    # apart, they searched at 16000 and 20000, 32000 and 40000, ... A chunk's
-    # search that falls due less than a doubling before its call's end (4000
-    # of 5000) waits for that end.
+    # apart, they searched at 16000 and 20000, 32000 and 40000, ...
     state = SimpleNamespace(n_seen=0, searched_at=0, ended_search_at=0)
     searched = []
     for end in range(500, 40001, 500):
         state.n_seen = end
-        call_end = -(-end // 5000) * 5000
-        if sgais._missed_mode_search_due(state, end == call_end, call_end):
+        if sgais._missed_mode_search_due(state, ends_update=end % 5000 == 0):
             searched.append(end)
-    assert searched == [500, 1000, 2000, 5000, 10000, 20000, 40000]
-    state = SimpleNamespace(n_seen=0, searched_at=0, ended_search_at=0)
-    searched = []
-    for end in range(500, 40001, 500):  # one call: every doubling
-        state.n_seen = end
-        if sgais._missed_mode_search_due(state, end == 40000, 40000):
-            searched.append(end)
-    assert searched == [500, 1000, 2000, 4000, 8000, 16000, 40000]
+    assert searched == [500, 1000, 2000, 4000, 5000, 10000, 20000, 40000]
 
 
 def test_the_particles_bar_in_single_precision_stays_near_the_exact_one():
