@@ -16,7 +16,7 @@ from .records import MoveResult
 
 __all__ = ["EXACT_ACCEPTANCE", "LATE_START", "moves_per_step", "sghmc_steps", "sghmc_move",
            "exact_move", "moves_exactly", "minibatch_size_for", "chunk_gradient",
-           "chunk_minibatch_size"]
+           "sampled_chunk", "chunk_minibatch_size"]
 
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -91,11 +91,19 @@ def sghmc_move(model, state, config, chunk, lam):
     generator = state.generator
     store = state.reservoir.data() if n_past > 0 else None
 
-    chunk_term = chunk_gradient(model, state, chunk, minibatch_size)
+    sampled = sampled_chunk(model, state, chunk, minibatch_size)
+    chunk_term = chunk_gradient(model, state, chunk, minibatch_size, sampled)
     past_gradient = past_term_gradient(model, state.cv)
 
     def grad_log_density(theta):
-        g = model.grad_log_prior(theta) + lam * chunk_term(theta)
+        g = model.grad_log_prior(theta)
+        if sampled is not None:  # both terms estimated around the same references
+            chunk_cv, draw = sampled
+            rows = draw(theta.device)
+            minibatch = take(store, state.reservoir.sample_indices(minibatch_size, generator))
+            return g + state.cv.minibatch_gradient(
+                model, theta, minibatch, n_past, chunk=(lam, chunk_cv, rows, batch_size_of(chunk)))
+        g = g + lam * chunk_term(theta)
         if n_past == 0:
             return g
         idx = state.reservoir.sample_indices(minibatch_size, generator)
@@ -115,28 +123,44 @@ def sghmc_move(model, state, config, chunk, lam):
                                                      grad_log_density))
 
 
-def chunk_gradient(model, state, chunk, minibatch_size):
+def chunk_gradient(model, state, chunk, minibatch_size, sampled=None):
     """``theta -> sum_{y in chunk} grad log p(y | theta)``: exact, or estimated from a subsample.
 
     With a second-order control variate the chunk's term is estimated as
     the past data's is (:meth:`ControlVariate.of_chunk`), from
-    :func:`chunk_minibatch_size` of its rows; otherwise, or where that
-    would be half the chunk, every row is evaluated.
+    :func:`chunk_minibatch_size` of its rows (:func:`sampled_chunk`, or
+    ``sampled`` where that was called); otherwise, or where that would be
+    half the chunk, every row is evaluated.
+    """
+    if sampled is None:
+        sampled = sampled_chunk(model, state, chunk, minibatch_size)
+    if sampled is None:  # (in the precision of the past data's term)
+        gradient = past_term_gradient(model, state.cv)
+        return lambda theta: gradient(theta, chunk)
+    chunk_cv, draw = sampled
+    size = batch_size_of(chunk)
+    return lambda theta: chunk_cv.minibatch_gradient(model, theta, draw(theta.device), size)
+
+
+def sampled_chunk(model, state, chunk, minibatch_size):
+    """``(chunk_cv, draw)`` where the chunk's term is estimated from a subsample, else None.
+
+    ``chunk_cv`` is the chunk's second-order control variate and
+    ``draw(device)`` a new subsample of :func:`chunk_minibatch_size` rows
+    of the chunk (without replacement).
     """
     cv = state.cv
     size = batch_size_of(chunk)
     rows = chunk_minibatch_size(size, state.n_seen, minibatch_size)
     chunk_cv = None if cv is None or rows >= size // 2 else cv.of_chunk(model, chunk)
-    if chunk_cv is None:  # (in the precision of the past data's term)
-        gradient = past_term_gradient(model, cv)
-        return lambda theta: gradient(theta, chunk)
+    if chunk_cv is None:
+        return None
     generator = state.generator
 
-    def estimate(theta):
-        idx = torch.randperm(size, generator=generator, device=theta.device)[:rows]
-        return chunk_cv.minibatch_gradient(model, theta, take(chunk, idx), size)
+    def draw(device):
+        return take(chunk, torch.randperm(size, generator=generator, device=device)[:rows])
 
-    return estimate
+    return chunk_cv, draw
 
 
 def chunk_minibatch_size(chunk_size, n_past, minibatch_size):

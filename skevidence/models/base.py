@@ -247,6 +247,28 @@ class Model:
             (grad,) = torch.autograd.grad(total, theta)
         return grad
 
+    def weighted_grad_log_likelihood(self, theta, terms):
+        """``sum_i w_i grad log p(batch_i | theta)`` over ``terms = [(w_i, batch_i)]``, ``[M, d]``.
+
+        The engine's control variates estimate the past data's and the
+        chunk's gradient sums from a mini-batch of each, every step; a
+        model whose cost per call dwarfs its cost per row may override this
+        to evaluate all the terms' rows in one call, each row weighted. The
+        default calls :meth:`grad_log_likelihood` once per term.
+        """
+        return sum(weight * self.grad_log_likelihood(theta, batch) for weight, batch in terms)
+
+    def weighted_fisher_information(self, theta, terms):
+        """``sum_i w_i`` :meth:`fisher_information` ``(theta, batch_i)``, ``[d, d]``, or ``None``.
+
+        What :meth:`weighted_grad_log_likelihood` is to the gradient; the
+        default calls :meth:`fisher_information` once per term.
+        """
+        infos = [self.fisher_information(theta, batch) for _, batch in terms]
+        if any(info is None for info in infos):
+            return None
+        return sum(weight * info for (weight, _), info in zip(terms, infos))
+
     def log_likelihood_and_grad(self, theta, batch):
         """Summed log-likelihood of the batch, ``[M]``, and its gradient, ``[M, d]``.
 

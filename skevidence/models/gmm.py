@@ -432,24 +432,40 @@ class GaussianMixtureModel(Model):
         corrects.
         """
         X = batch[0]
-        M, B = parts.means.shape[0], X.shape[0]
-        K, D = self.n_components, self.n_features
-        means, precision = parts.means, parts.precision
         prepared = batch.stats if isinstance(batch, PreparedBatch) else {
             "features": _joint_features(X)}
         log_lik, moments = self._summed_over_rows(parts, prepared)
+        return log_lik, self._gradient_from(parts, moments, X.shape[0])
+
+    def weighted_grad_log_likelihood(self, theta, terms):
+        """All the terms' rows in one pass, each row's responsibilities weighted (its
+        ``[x^2, x, 1]`` scaled by its term's weight): one call costs about what a
+        call on the largest term does where the rows are few (a mini-batch of the
+        past data and one of the chunk, at each step of the moves)."""
+        X, row_weights = _weighted_rows(terms)
+        parts, features = self._parts(theta), _joint_features(X)
+        _, moments = self._summed_over_rows(parts, {
+            "features": features, "weighted_features": row_weights[:, None] * features})
+        return self._gradient_from(parts, moments, row_weights.sum())
+
+    def _gradient_from(self, parts, moments, n_rows):
+        """The gradient from the moments of :meth:`_summed_over_rows` over ``n_rows`` rows."""
+        K, D = self.n_components, self.n_features
+        means, precision = parts.means, parts.precision
         S2, S1, Nk = moments[:, :, :D], moments[:, :, D : 2 * D], moments[:, :, 2 * D]
-        g_logits = Nk[:, : K - 1] - B * parts.log_w[:, : K - 1].exp()
+        g_logits = Nk[:, : K - 1] - n_rows * parts.log_w[:, : K - 1].exp()
         Nk3 = Nk[:, :, None]
         g_means = (S1 - Nk3 * means) * precision
         sq = S2 - 2.0 * means * S1 + Nk3 * means.square()
         g_log_var = -0.5 * Nk3 + 0.5 * sq * precision
-        return log_lik, torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
+        M = means.shape[0]
+        return torch.cat([g_logits, g_means.reshape(M, -1), g_log_var.reshape(M, -1)], 1)
 
     def _summed_over_rows(self, parts, prepared):
         """The log likelihood summed over the rows, ``[M]``, and ``sum_n r_nk [x_n^2, x_n,
         1]`` (S2, S1 and N_k), ``[M, K, 2 D + 1]``, in :func:`_row_slices` of the rows.
-        ``prepared``: the stats of a prepared batch, or a dict with its ``"features"``."""
+        ``prepared``: the stats of a prepared batch, or a dict with its ``"features"``
+        (and ``"weighted_features"``, which the moments then sum instead)."""
         M, K = parts.means.shape[0], self.n_components
         features = prepared["features"]
         log_lik, moments = 0.0, 0.0
@@ -460,7 +476,10 @@ class GaussianMixtureModel(Model):
             joint = self._joint_from(parts, None, block, scale=LOG2_E)
             out = single_precision_buffer(block, joint.shape, joint.device)
             block_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
-            rows_features = block["single_features"] if out is not None else block["features"]
+            if out is not None:
+                rows_features = block["single_features"]
+            else:
+                rows_features = block.get("weighted_features", block["features"])
             # S2, S1 and N_k from one product
             block_moments = resp.reshape(M * K, -1) @ rows_features
             log_lik = log_lik + block_lik
@@ -480,7 +499,16 @@ class GaussianMixtureModel(Model):
         variate's linear term matches each row's change of gradient; it
         need not be positive definite away from a mode.
         """
-        X = batch[0].to(theta.dtype)
+        return self._information(theta, batch[0].to(theta.dtype))
+
+    def weighted_fisher_information(self, theta, terms):
+        """All the terms' rows in one pass, each row's information weighted."""
+        X, row_weights = _weighted_rows(terms)
+        return self._information(theta, X.to(theta.dtype), row_weights.to(theta.dtype))
+
+    def _information(self, theta, X, row_weights=None):
+        """:meth:`fisher_information` of the rows ``X``, each weighted by ``row_weights [B]``
+        (None: all 1)."""
         K, D, B = self.n_components, self.n_features, X.shape[0]
         logits, means, log_var = self._split(theta[None])
         w = self._log_weights(logits).exp()[0, : K - 1]
@@ -494,6 +522,11 @@ class GaussianMixtureModel(Model):
         weighted = resp[:, :, None] * own
         mean_grad = torch.cat([resp @ dlog_w, weighted[:, :, K - 1 : K - 1 + D].reshape(B, -1),
                                weighted[:, :, K - 1 + D :].reshape(B, -1)], dim=1)
+        n_rows, row_mean_grad = B, mean_grad
+        if row_weights is not None:  # the rows' own terms weighted, their outer products once
+            resp = resp * row_weights[:, None]
+            weighted = resp[:, :, None] * own
+            n_rows, row_mean_grad = row_weights.sum(), row_weights[:, None] * mean_grad
         blocks = -weighted.permute(1, 2, 0) @ own.transpose(0, 1)  # [K, m, m]
         # Minus the components' own Hessians, summed with the responsibilities.
         mean_slots, var_slots = slice(K - 1, K - 1 + D), slice(K - 1 + D, None)
@@ -503,10 +536,10 @@ class GaussianMixtureModel(Model):
         blocks[:, mean_slots, var_slots] += cross
         blocks[:, var_slots, mean_slots] += cross
         blocks[:, var_slots, var_slots] += torch.diag_embed((resp[:, :, None] * q).sum(0))
-        info = mean_grad.T @ mean_grad
+        info = row_mean_grad.T @ mean_grad
         slots = self._component_slots(X.device)
         info.index_put_((slots[:, :, None], slots[:, None, :]), blocks, accumulate=True)
-        info[: K - 1, : K - 1] += B * (torch.diag(w) - torch.outer(w, w))
+        info[: K - 1, : K - 1] += n_rows * (torch.diag(w) - torch.outer(w, w))
         return info
 
     def _component_slots(self, device):
@@ -671,6 +704,14 @@ def _row_slices(n_points, n_components, n_rows, device):
 def _joint_features(X):
     """``[x^2, x, 1]`` per observation, ``[B, 2D + 1]``."""
     return torch.cat([X.square(), X, X.new_ones(X.shape[0], 1)], dim=1)
+
+
+def _weighted_rows(terms):
+    """The rows of ``terms = [(weight, batch)]`` stacked, ``[B, D]``, and each one's weight."""
+    X = torch.cat([batch[0] for _, batch in terms])
+    row_weights = torch.cat([X.new_full((batch[0].shape[0],), float(weight))
+                             for weight, batch in terms])
+    return X, row_weights
 
 
 def _per_feature(value, n_features):

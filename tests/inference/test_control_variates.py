@@ -202,6 +202,27 @@ def test_the_chunk_term_from_a_subsample_is_unbiased_and_far_less_noisy_than_pla
     assert first.of_chunk(model, chunk) is None  # first order: the chunk is evaluated whole
 
 
+def test_the_chunk_and_past_estimates_from_one_pass_add_up_to_both():
+    # The moves ask for ``past + lam * chunk`` at every step: from one call on
+    # both mini-batches, the sum of the two estimates from the same rows.
+    model, data, refs, theta, mode = _mixture_cloud()
+    n = data[0].shape[0]
+    cv = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs), second_order=True)
+    past, chunk = take(data, torch.arange(n - 500)), take(data, torch.arange(n - 500, n))
+    cv.add_chunk(model, past)
+    cv.refresh(model, refs, past, n - 500, aligned(theta[:4], mode, model.relabelling_maps()),
+               anchor=mode, maps=model.relabelling_maps(), move_anchor=True)
+    chunk_cv = cv.of_chunk(model, chunk)
+    assert chunk_cv is not None and cv.relabel is not None
+    minibatch, rows = take(past, torch.arange(0, n - 500, 14)), take(chunk, torch.arange(0, 500, 16))
+    lam = 0.37
+    both = cv.minibatch_gradient(model, theta, minibatch, n - 500, chunk=(lam, chunk_cv, rows, 500))
+    apart = (cv.minibatch_gradient(model, theta, minibatch, n - 500)
+             + lam * chunk_cv.minibatch_gradient(model, theta, rows, 500))
+    # In double: equal up to the order of the additions (within 1e-12 of the largest sum).
+    torch.testing.assert_close(both, apart, rtol=0, atol=1e-12 * float(apart.abs().max()))
+
+
 def _mixture_cloud(n=4000, n_particles=64, seed=0):
     """A 3-cluster mixture, its data, its mode, and two clouds from its Laplace
     posterior (references and particles), each pair in one random labelling."""

@@ -58,6 +58,19 @@ def test_fused_log_likelihood_and_grad_match_the_separate_methods():
     torch.testing.assert_close(grad, Model.grad_log_likelihood(model, theta, (X,)))
 
 
+def test_weighted_terms_in_one_pass_match_one_call_per_term():
+    # One pass over the rows of every term, each row weighted, against the
+    # base class's call per term (the engine's past and chunk mini-batches).
+    model = GaussianMixtureModel(2, 3, **PRIOR)
+    theta = _theta(model, 7, 3)
+    X = torch.as_tensor(gaussian_blobs(80, [[0, 0], [3, -2]], [1.0, 2.0], [0.5, 0.5], 3))
+    terms = [(37.5, (X[:60],)), (0.3, (X[60:],))]
+    torch.testing.assert_close(model.weighted_grad_log_likelihood(theta, terms),
+                               Model.weighted_grad_log_likelihood(model, theta, terms))
+    torch.testing.assert_close(model.weighted_fisher_information(theta[0], terms),
+                               Model.weighted_fisher_information(model, theta[0], terms))
+
+
 def test_log_likelihood_matches_scipy():
     model = GaussianMixtureModel(2, 3)
     theta = _theta(model, 4, 1)
