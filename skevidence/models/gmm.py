@@ -510,13 +510,13 @@ class GaussianMixtureModel(Model):
         """:meth:`fisher_information` of the rows ``X``, each weighted by ``row_weights [B]``
         (None: all 1)."""
         K, D, B = self.n_components, self.n_features, X.shape[0]
-        logits, means, log_var = self._split(theta[None])
-        w = self._log_weights(logits).exp()[0, : K - 1]
-        precision = torch.exp(-log_var[0])  # [K, D]
-        resp = self.responsibilities(theta[None], X)[0]  # [B, K]
-        diff = X[:, None, :] - means[0]
+        parts = self._parts(theta[None])
+        w, means, precision = parts.log_w[0, : K - 1].exp(), parts.means[0], parts.precision[0]
+        resp = torch.softmax(self._joint_from(parts, X)[0], dim=0).T  # [B, K]
+        diff = X[:, None, :] - means
         u, q = diff * precision, 0.5 * diff.square() * precision  # [B, K, D]
-        dlog_w = torch.eye(K, K - 1, dtype=X.dtype, device=X.device) - w  # [K, K - 1]
+        layout = _information_layout(K, D, X.device)
+        dlog_w = layout.logit_eye.to(X.dtype) - w  # [K, K - 1]
         # Component k's gradient in its slots (logits, its means, its log-variances).
         own = torch.cat([dlog_w.expand(B, K, K - 1), u, q - 0.5], dim=2)  # [B, K, m]
         weighted = resp[:, :, None] * own
@@ -528,27 +528,16 @@ class GaussianMixtureModel(Model):
             weighted = resp[:, :, None] * own
             n_rows, row_mean_grad = row_weights.sum(), row_weights[:, None] * mean_grad
         blocks = -weighted.permute(1, 2, 0) @ own.transpose(0, 1)  # [K, m, m]
-        # Minus the components' own Hessians, summed with the responsibilities.
-        mean_slots, var_slots = slice(K - 1, K - 1 + D), slice(K - 1 + D, None)
-        cross = torch.diag_embed((resp[:, :, None] * u).sum(0))
-        blocks[:, mean_slots, mean_slots] += torch.diag_embed(
-            (resp[:, :, None] * precision).sum(0))
-        blocks[:, mean_slots, var_slots] += cross
-        blocks[:, var_slots, mean_slots] += cross
-        blocks[:, var_slots, var_slots] += torch.diag_embed((resp[:, :, None] * q).sum(0))
+        # Minus the components' own Hessians, summed with the responsibilities: in
+        # each (mean, log-variance) pair of slots, sum r p, sum r u (twice) and sum r q.
+        counts, sums = resp.sum(0)[:, None], weighted[:, :, K - 1 :].sum(0)  # [K, 1], [K, 2D]
+        r_u, r_q = sums[:, :D], sums[:, D:] + 0.5 * counts
+        hessians = torch.cat([counts * precision, r_u, r_u, r_q], dim=1)  # [K, 4D]
         info = row_mean_grad.T @ mean_grad
-        slots = self._component_slots(X.device)
-        info.index_put_((slots[:, :, None], slots[:, None, :]), blocks, accumulate=True)
+        info.index_put_(layout.blocks, blocks, accumulate=True)
+        info.index_put_(layout.hessians, hessians, accumulate=True)
         info[: K - 1, : K - 1] += n_rows * (torch.diag(w) - torch.outer(w, w))
         return info
-
-    def _component_slots(self, device):
-        """``[K, K - 1 + 2 D]``: the entries of ``theta`` that component ``k``'s density reads."""
-        K, D = self.n_components, self.n_features
-        k = torch.arange(K, device=device)[:, None]
-        j = torch.arange(D, device=device)
-        return torch.cat([torch.arange(K - 1, device=device).expand(K, K - 1),
-                          K - 1 + k * D + j, K - 1 + (K + k) * D + j], dim=1)
 
     def prior_precision(self, theta):
         """Minus the Hessian of :meth:`log_prior` at one ``theta [d]``, ``[d, d]``."""
@@ -704,6 +693,25 @@ def _row_slices(n_points, n_components, n_rows, device):
 def _joint_features(X):
     """``[x^2, x, 1]`` per observation, ``[B, 2D + 1]``."""
     return torch.cat([X.square(), X, X.new_ones(X.shape[0], 1)], dim=1)
+
+
+class _InformationLayout(NamedTuple):
+    """Constant index sets of :meth:`GaussianMixtureModel.fisher_information`."""
+
+    logit_eye: torch.Tensor  # [K, K - 1]: d log w_k / d logit_j = [k = j] - w_j
+    blocks: tuple  # the [K, m, m] blocks' entries of theta's [d, d] (component k's slots)
+    hessians: tuple  # the [K, 4 D] diagonal entries of each (mean, log-variance) pair
+
+
+@functools.lru_cache(maxsize=None)
+def _information_layout(K, D, device):
+    k, j = torch.arange(K, device=device)[:, None], torch.arange(D, device=device)
+    mean, var = K - 1 + k * D + j, K - 1 + (K + k) * D + j  # [K, D] each
+    slots = torch.cat([torch.arange(K - 1, device=device).expand(K, K - 1), mean, var], dim=1)
+    return _InformationLayout(
+        torch.eye(K, K - 1, dtype=torch.float64, device=device),
+        (slots[:, :, None], slots[:, None, :]),
+        (torch.cat([mean, mean, var, var], dim=1), torch.cat([mean, var, mean, var], dim=1)))
 
 
 def _weighted_rows(terms):
