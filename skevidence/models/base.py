@@ -6,7 +6,7 @@ import torch
 
 __all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "cast_batch",
            "block_elements", "has_fisher_information", "has_mode_search", "has_relabellings",
-           "row_blocks", "take"]
+           "row_blocks", "stacked_terms", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
 # particles: the models' [M, K, rows] intermediates stay in the cache. At
@@ -34,6 +34,14 @@ def cast_batch(batch, dtype):
 def take(batch, index):
     """Rows ``index`` of every tensor of a batch."""
     return tuple(t[index] for t in batch)
+
+
+def stacked_terms(terms):
+    """The batches of ``terms = [(weight, batch)]`` stacked into one, and each row's weight."""
+    batch = tuple(torch.cat(parts) for parts in zip(*(batch for _, batch in terms)))
+    row_weights = torch.cat([batch[0].new_full((batch_size_of(rows),), float(weight))
+                             for weight, rows in terms])
+    return batch, row_weights
 
 
 def block_elements(device):

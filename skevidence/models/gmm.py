@@ -27,7 +27,7 @@ import torch
 
 from ._bits import (LOG2_E, log_normalizer_bits_, single_precision_buffer,
                     summed_log_normalizer_bits_)
-from .base import Model, PreparedBatch, block_elements, row_blocks
+from .base import Model, PreparedBatch, block_elements, row_blocks, stacked_terms
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -442,7 +442,7 @@ class GaussianMixtureModel(Model):
         ``[x^2, x, 1]`` scaled by its term's weight): one call costs about what a
         call on the largest term does where the rows are few (a mini-batch of the
         past data and one of the chunk, at each step of the moves)."""
-        X, row_weights = _weighted_rows(terms)
+        (X,), row_weights = stacked_terms(terms)
         parts, features = self._parts(theta), _joint_features(X)
         _, moments = self._summed_over_rows(parts, {
             "features": features, "weighted_features": row_weights[:, None] * features})
@@ -503,7 +503,7 @@ class GaussianMixtureModel(Model):
 
     def weighted_fisher_information(self, theta, terms):
         """All the terms' rows in one pass, each row's information weighted."""
-        X, row_weights = _weighted_rows(terms)
+        (X,), row_weights = stacked_terms(terms)
         return self._information(theta, X.to(theta.dtype), row_weights.to(theta.dtype))
 
     def _information(self, theta, X, row_weights=None):
@@ -712,14 +712,6 @@ def _information_layout(K, D, device):
         torch.eye(K, K - 1, dtype=torch.float64, device=device),
         (slots[:, :, None], slots[:, None, :]),
         (torch.cat([mean, mean, var, var], dim=1), torch.cat([mean, var, mean, var], dim=1)))
-
-
-def _weighted_rows(terms):
-    """The rows of ``terms = [(weight, batch)]`` stacked, ``[B, D]``, and each one's weight."""
-    X = torch.cat([batch[0] for _, batch in terms])
-    row_weights = torch.cat([X.new_full((batch[0].shape[0],), float(weight))
-                             for weight, batch in terms])
-    return X, row_weights
 
 
 def _per_feature(value, n_features):

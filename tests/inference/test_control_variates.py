@@ -214,7 +214,8 @@ def test_the_chunk_and_past_estimates_from_one_pass_add_up_to_both():
                anchor=mode, maps=model.relabelling_maps(), move_anchor=True)
     chunk_cv = cv.of_chunk(model, chunk)
     assert chunk_cv is not None and cv.relabel is not None
-    minibatch, rows = take(past, torch.arange(0, n - 500, 14)), take(chunk, torch.arange(0, 500, 16))
+    minibatch = take(past, torch.arange(0, n - 500, 14))
+    rows = take(chunk, torch.arange(0, 500, 16))
     lam = 0.37
     both = cv.minibatch_gradient(model, theta, minibatch, n - 500, chunk=(lam, chunk_cv, rows, 500))
     apart = (cv.minibatch_gradient(model, theta, minibatch, n - 500)
