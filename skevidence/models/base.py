@@ -115,7 +115,10 @@ class Model:
     :meth:`prepare_batch` and :meth:`prepare_move_batch` prepare the data
     that the exact moves evaluate at every step);
     :meth:`fisher_information` and
-    :meth:`prior_precision` give a preconditioner for many parameters, and
+    :meth:`prior_precision` give a preconditioner for many parameters
+    (:meth:`weighted_grad_log_likelihood` and
+    :meth:`weighted_fisher_information` then let the moves evaluate two
+    mini-batches in one call), and
     :meth:`summarize` lets the moves stay exact on long streams. Compute
     every quantity for all particles in one batched operation (no Python
     loop over particles or observations) and in log space where
