@@ -6,7 +6,7 @@ import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
                     summed_log_normalizer_bits_)
-from .base import GaussianPriorModel, PreparedBatch
+from .base import GaussianPriorModel, PreparedBatch, stacked_terms
 
 __all__ = ["LogisticRegressionModel"]
 
@@ -124,9 +124,25 @@ class LogisticRegressionModel(GaussianPriorModel):
         depend on the labels), in the layout of ``theta``; cost
         ``O(B d^2)`` for a batch of ``B``.
         """
-        p = torch.softmax(self._scores(theta[None], batch[0])[0], dim=0).T  # [B, K]
-        return self._fisher_from_curvatures(torch.diag_embed(p) - p[:, :, None] * p[:, None, :],
-                                            batch[0])
+        return self._fisher_from_curvatures(self._curvatures(theta, batch[0]), batch[0])
+
+    def weighted_grad_log_likelihood(self, theta, terms):
+        """All the terms' rows in one pass, each row's ``onehot(y_n) - p_n`` weighted."""
+        (X, y), row_weights = stacked_terms(terms)
+        proba = softmax_bits_(self._scores(theta, X, LOG2_E)).mul_(row_weights)
+        return (self._label_statistics(X, y, proba.dtype, row_weights)
+                - self._expected_statistics(proba, X))
+
+    def weighted_fisher_information(self, theta, terms):
+        """All the terms' rows in one pass, each row's class curvature weighted."""
+        (X, _), row_weights = stacked_terms(terms)
+        A = self._curvatures(theta, X).mul_(row_weights[:, None, None].to(theta.dtype))
+        return self._fisher_from_curvatures(A, X)
+
+    def _curvatures(self, theta, X):
+        """Each row's class curvature ``diag(p_n) - p_n p_n^T`` at ``theta [d]``, ``[B, K, K]``."""
+        p = torch.softmax(self._scores(theta[None], X)[0], dim=0).T  # [B, K]
+        return torch.diag_embed(p) - p[:, :, None] * p[:, None, :]
 
     def expected_fisher_information(self, theta, weights, batch):
         """The weighted mean of :meth:`fisher_information` over ``theta [M, d]``, ``[d, d]``.
@@ -161,9 +177,12 @@ class LogisticRegressionModel(GaussianPriorModel):
             return batch.stats["labels"]
         return self._label_statistics(*batch, dtype)
 
-    def _label_statistics(self, X, y, dtype):
-        """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]``."""
+    def _label_statistics(self, X, y, dtype, row_weights=None):
+        """``sum_n onehot(y_n) [x_n, 1]`` in the layout of ``theta``, ``[d]`` (each row
+        weighted by ``row_weights [B]``)."""
         onehot = torch.nn.functional.one_hot(y, self.n_classes).T.to(dtype)  # [K, B]
+        if row_weights is not None:
+            onehot = onehot * row_weights.to(dtype)
         s = (onehot @ X.to(dtype)).reshape(-1)
         return torch.cat([s, onehot.sum(1)]) if self.fit_intercept else s
 

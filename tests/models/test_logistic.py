@@ -22,6 +22,22 @@ def test_analytic_gradients_match_autograd(fit_intercept):
     torch.testing.assert_close(model.grad_log_prior(theta), Model.grad_log_prior(model, theta))
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_terms_in_one_pass_match_one_call_per_term(fit_intercept):
+    # The engine's past and chunk mini-batches, each row weighted by its
+    # term's scale, against the base class's call per term.
+    model = LogisticRegressionModel(3, 4, fit_intercept=fit_intercept)
+    gen = torch.Generator().manual_seed(2)
+    theta = model.sample_prior(6, gen)
+    X = torch.randn(70, 3, generator=gen, dtype=torch.float64)
+    y = torch.randint(4, (70,), generator=gen)
+    terms = [(41.0, (X[:50], y[:50])), (0.6, (X[50:], y[50:]))]
+    torch.testing.assert_close(model.weighted_grad_log_likelihood(theta, terms),
+                               Model.weighted_grad_log_likelihood(model, theta, terms))
+    torch.testing.assert_close(model.weighted_fisher_information(theta[0], terms),
+                               Model.weighted_fisher_information(model, theta[0], terms))
+
+
 def test_log_likelihood_and_prior_match_direct_formulas():
     model = LogisticRegressionModel(3, 4, prior_std=2.0)
     gen = torch.Generator().manual_seed(1)
