@@ -705,6 +705,7 @@ class _InformationLayout(NamedTuple):
 
 @functools.lru_cache(maxsize=None)
 def _information_layout(K, D, device):
+    """The :class:`_InformationLayout` of ``K`` components in ``D`` features, once per device."""
     k, j = torch.arange(K, device=device)[:, None], torch.arange(D, device=device)
     mean, var = K - 1 + k * D + j, K - 1 + (K + k) * D + j  # [K, D] each
     slots = torch.cat([torch.arange(K - 1, device=device).expand(K, K - 1), mean, var], dim=1)
