@@ -161,8 +161,7 @@ class LogisticRegressionModel(GaussianPriorModel):
         """``sum_n kron(A_n, z_n z_n^T)`` in the layout of ``theta``, for ``A [B, K, K]``."""
         K = self.n_classes
         Z = torch.cat([X, X.new_ones(X.shape[0], 1)], 1) if self.fit_intercept else X
-        q = Z.shape[1]
-        # [K K q, B] x [B, q]: every class pair's weighted Gram matrix at once.
+        # [K K q, B] x [B, q] (q: Z's columns): every class pair's weighted Gram matrix at once.
         AZ = (A.reshape(-1, K * K, 1) * Z[:, None, :]).reshape(X.shape[0], -1)
         flat = (AZ.T @ Z).reshape(-1)  # (class k, class l, z_i, z_j), row-major
         return flat[_theta_layout(K, self.n_features, self.fit_intercept, str(X.device))]
