@@ -92,7 +92,7 @@ def sghmc_move(model, state, config, chunk, lam):
     store = state.reservoir.data() if n_past > 0 else None
 
     sampled = sampled_chunk(model, state, chunk, minibatch_size)
-    chunk_term = chunk_gradient(model, state, chunk, minibatch_size, sampled)
+    chunk_term = _whole_chunk_gradient(model, state, chunk) if sampled is None else None
     past_gradient = past_term_gradient(model, state.cv)
 
     def grad_log_density(theta):
@@ -123,23 +123,27 @@ def sghmc_move(model, state, config, chunk, lam):
                                                      grad_log_density))
 
 
-def chunk_gradient(model, state, chunk, minibatch_size, sampled=None):
+def chunk_gradient(model, state, chunk, minibatch_size):
     """``theta -> sum_{y in chunk} grad log p(y | theta)``: exact, or estimated from a subsample.
 
     With a second-order control variate the chunk's term is estimated as
     the past data's is (:meth:`ControlVariate.of_chunk`), from
-    :func:`chunk_minibatch_size` of its rows (:func:`sampled_chunk`, or
-    ``sampled`` where that was called); otherwise, or where that would be
-    half the chunk, every row is evaluated.
+    :func:`chunk_minibatch_size` of its rows (:func:`sampled_chunk`);
+    otherwise, or where that would be half the chunk, every row is evaluated.
     """
+    sampled = sampled_chunk(model, state, chunk, minibatch_size)
     if sampled is None:
-        sampled = sampled_chunk(model, state, chunk, minibatch_size)
-    if sampled is None:  # (in the precision of the past data's term)
-        gradient = past_term_gradient(model, state.cv)
-        return lambda theta: gradient(theta, chunk)
+        return _whole_chunk_gradient(model, state, chunk)
     chunk_cv, draw = sampled
     size = batch_size_of(chunk)
     return lambda theta: chunk_cv.minibatch_gradient(model, theta, draw(theta.device), size)
+
+
+def _whole_chunk_gradient(model, state, chunk):
+    """``theta -> sum_{y in chunk} grad log p(y | theta)`` over every row of the chunk,
+    in the precision of the past data's term."""
+    gradient = past_term_gradient(model, state.cv)
+    return lambda theta: gradient(theta, chunk)
 
 
 def sampled_chunk(model, state, chunk, minibatch_size):
