@@ -19,6 +19,20 @@ torch.set_num_threads(1)
 CHEAP = dict(n_particles=16, n_burnin=2, batch_size=100, random_state=0)
 
 
+def single_precision_sum_bound(model, theta, batch, extra_ulps=16):
+    """A bound on how far a single-precision ``grad_log_likelihood`` sum over
+    ``batch`` can lie from the double one, ``[M, d]``: ``gamma_n * sum_rows
+    |row's gradient|`` (Higham's bound on a recursive sum of ``n`` terms,
+    ``gamma_n = n u / (1 - n u)``, ``u = 2^-24``), with ``extra_ulps`` more for
+    each row's own few operations. For models whose gradient is a sum of
+    per-row terms with no cancellation after the sum (not the mixture's)."""
+    rowwise = torch.func.vmap(lambda row: model.grad_log_likelihood(theta, row))
+    terms = rowwise(tuple(t[:, None] for t in batch)).abs().sum(0)
+    n = batch[0].shape[0] + extra_ulps
+    u = 2.0**-24
+    return n * u / (1 - n * u) * terms
+
+
 def paper_linear_data(n_samples, seed, n_features=5):
     """The paper's linear-regression data: true parameters from the prior, noise std 1."""
     rng = np.random.default_rng(seed)

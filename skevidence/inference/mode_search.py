@@ -55,8 +55,8 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     candidates = model.mode_candidates(heaviest, store, generator)
     if candidates is None:
         return None
-    if live_log_p is None:  # (rounded: the checks' cloud pass gives it so too)
-        live_log_p = _log_posterior(model, theta[W > 0], store, rounded=True)
+    if live_log_p is None:
+        live_log_p = _log_posterior(model, theta[W > 0], store)
     log_p = torch.cat([live_log_p, _log_posterior(model, candidates.to(theta.dtype), store)])
     log_p = torch.where(torch.isfinite(log_p), log_p, torch.full_like(log_p, -torch.inf))
     n_live = live_log_p.shape[0]
@@ -74,14 +74,6 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     return max(found, key=lambda f: f[0].log_evidence, default=None)
 
 
-def _log_posterior(model, points, store, rounded=False):
-    """Log posterior (up to the evidence) of ``points [P, d]`` on ``store``, ``[P]``.
-
-    ``rounded``: each block's terms in single precision (for double
-    ``points``), added in double, as in the checks' pass over the cloud
-    (:func:`.posterior_gap.cloud_on_posterior`: at most 0.45 nats off on
-    the paper's mixture at 6.3e5 rows). The particles' log posterior only
-    sets the bar that a point must pass to be weighed, which the weighing
-    then decides on; in double it took half the search there.
-    """
-    return log_posterior(model, points, row_blocks(store, points.shape[0]), rounded=rounded)
+def _log_posterior(model, points, store):
+    """Log posterior (up to the evidence) of ``points [P, d]`` on ``store``, ``[P]``."""
+    return log_posterior(model, points, row_blocks(store, points.shape[0]))
