@@ -8,10 +8,15 @@ What this checks, mechanically:
   or ``std of``.  Every such number quoted on a user page (``README.md``,
   ``docs/index.rst``, ``docs/paper.rst``, ``docs/user_guide/*.rst``) or in
   a docstring under ``skevidence/`` must also appear, as the same string of
-  digits, on the results page ``docs/benchmarks.rst``.  Numbers inside
+  digits, on the results page ``docs/benchmarks.rst`` (for ``docs/paper.rst``
+  also in the outputs of ``benchmarks/paper/`` that it shows, the files of
+  ``docs/paper/``).  A range such as ``13-18 s`` needs both ends there.  Numbers inside
   code blocks (doctest output, ``::`` blocks) and round thresholds written
   as integers followed by ``nat``/``nats`` (advice such as "within 1 nat")
   are not measurements and are not checked.
+* No ``:ref:`` on those pages, in those docstrings or on the results page
+  itself points at a table's label without link text of its own: Sphinx
+  would make the whole caption (command, commit, date) the link text.
 * No user page and no docstring under ``skevidence/`` holds a commit hash
   (a run of 7-40 hexadecimal characters with at least one digit and one
   letter) or a date (``YYYY-MM-DD``): only the results page names the
@@ -82,10 +87,26 @@ def _docstrings():
                     yield f"{path.relative_to(ROOT)}:{name}", doc
 
 
+def _runtime_docstrings():
+    """Docstrings that are assembled when the package is imported."""
+    import skevidence
+
+    for name in skevidence.__all__:
+        obj = getattr(skevidence, name)
+        methods = vars(obj).items() if isinstance(obj, type) else ()
+        members = [obj] + [v for k, v in methods if not k.startswith("_")]
+        for member in members:
+            doc = getattr(member, "__doc__", None)
+            if isinstance(doc, str) and doc.strip():
+                label = getattr(member, "__qualname__", name)
+                yield f"skevidence.{name}:{label} (runtime)", doc
+
+
 def _sources():
     for page in USER_PAGES:
         yield str(page.relative_to(ROOT)), page.read_text(encoding="utf-8")
     yield from _docstrings()
+    yield from _runtime_docstrings()
 
 
 SOURCES = dict(_sources())
@@ -101,13 +122,23 @@ def _measurements(text):
         yield " ".join(match.group(0).split()), numbers
 
 
-def _results_numbers():
-    return set(re.findall(r"\d+(?:\.\d+)?", RESULTS.read_text(encoding="utf-8")))
+def _numbers(text):
+    return set(re.findall(r"\d+(?:\.\d+)?", text))
+
+
+def _results_numbers(name=""):
+    """The numbers of the results page (and the paper's outputs, for its page)."""
+    known = _numbers(RESULTS.read_text(encoding="utf-8"))
+    if name == "docs/paper.rst":
+        for path in (ROOT / "docs" / "paper").glob("*.*"):
+            if path.suffix in {".csv", ".md", ".txt", ".json"}:
+                known |= _numbers(path.read_text(encoding="utf-8"))
+    return known
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_quoted_measurements_are_on_the_results_page(name):
-    known = _results_numbers()
+    known = _results_numbers(name)
     missing = [
         quote
         for quote, numbers in _measurements(SOURCES[name])
@@ -126,6 +157,22 @@ def test_no_commit_hashes_or_dates(name):
     assert not found, f"{name} names commits or dates: {found}"
 
 
+def _table_labels():
+    """Labels on the results page that stand right before a table."""
+    text = RESULTS.read_text(encoding="utf-8")
+    return set(re.findall(r"^\.\. _([\w-]+):\n\n\.\. table::", text, flags=re.M))
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES) + ["docs/benchmarks.rst"])
+def test_no_caption_as_link_text(name):
+    text = SOURCES.get(name) or RESULTS.read_text(encoding="utf-8")
+    bare = set(re.findall(r":ref:`([\w-]+)`", text)) & _table_labels()
+    assert not bare, (
+        f"{name} links to tables {sorted(bare)} with their captions as link "
+        "text; write :ref:`short text <label>`"
+    )
+
+
 def test_the_checks_see_what_they_look_for():
     assert [q for q, _ in _measurements("a fit took 12.5 CPU s, 20x PyMC")] == [
         "12.5 CPU s",
@@ -140,3 +187,4 @@ def test_the_checks_see_what_they_look_for():
     assert COMMIT.findall("commit 0b89a25 on 2026-11-26") == ["0b89a25"]
     assert DATE.findall("commit 0b89a25 on 2026-11-26") == ["2026-11-26"]
     assert not COMMIT.findall("deadline 1234567 and abcdefg")
+    assert "long-streams" in _table_labels()
