@@ -32,16 +32,15 @@ search = EvidenceSearch(EvidenceGMM(n_particles=32, random_state=0),
 
 r = search.results_
 i_best = int(np.argmax(r["log_evidence"]))
-print("n_components   log evidence +- std   log BF vs best +- 2 std   P(K | D)   fit time (s)")
+print(f"{'K':>2} {'log evidence +- std':>20} {'vs best +- 2 std':>17} {'P(K | D)':>8}  verdict")
 for k, K in enumerate(n_components):
     # A gap to the best is resolved only beyond twice the combined error bar.
     bar = 2 * np.hypot(r["log_evidence_std"][k], r["log_evidence_std"][i_best])
     gap = r["log_evidence"][k] - r["log_evidence"][i_best]
     verdict = ("best" if k == i_best else "less probable" if -gap > bar
-               else "indistinguishable at this error bar")
-    print(f"{K:12d} {r['log_evidence'][k]:12.2f} +- {r['log_evidence_std'][k]:4.2f}"
-          f" {gap:13.2f} +- {bar:5.2f} {r['posterior_probability'][k]:10.4f}"
-          f" {r['fit_time'][k]:13.1f}  {verdict}")
+               else "a tie at this error bar")
+    print(f"{K:2d} {r['log_evidence'][k]:12.2f} +- {r['log_evidence_std'][k]:4.2f}"
+          f" {gap:8.2f} +- {bar:5.2f} {r['posterior_probability'][k]:8.4f}  {verdict}")
 print("best:", search.best_params_)
 
 # %%

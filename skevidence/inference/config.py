@@ -219,13 +219,10 @@ default="covariance"
         is near Gaussian and a chunk moves it little, the SGHMC moves
         (``method="sgais"`` and ``"sequential"``) take ``late_burnin_factor
         * n_burnin`` steps (rounded, at least one).
-        :class:`~skevidence.EvidenceGMM` uses 0.5: on its three-cluster
-        references at 2e4 and 1e5 observations errors within 0.67 nats
-        (RMS 0.31 at 1e5 against 0.27 with 1.0) at 0.7x the CPU, and the
-        paper's mixture streamed to 1e6 observations in 0.8x
-        (:ref:`mixture-late-steps`). Half the steps from the
-        warm-up's end on raised the RMS error at 4000 observations from
-        0.44 to 0.60 nats.
+        :class:`~skevidence.EvidenceGMM` uses 0.5: as accurate on its
+        three-cluster references at 2e4 and 1e5 observations, in less CPU
+        (:ref:`why <mixture-late-steps>`); half the steps from the
+        warm-up's end on raised the error of small fits.
     """
 
     # The defaults are documented above (and by the estimators, for their

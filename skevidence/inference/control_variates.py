@@ -93,9 +93,9 @@ def past_term_gradient(model, cv):
     Rounded (:func:`rounded_gradient`) for a plain or first-order term, whose
     noise dwarfs the rounding: its mini-batch estimates, the exact sums at the
     references (each block's sum added in double: there the rounding is a
-    fixed offset, on the paper's mixture at 6.3e5 rows at most 2% of the
-    posterior score's smallest standard deviation, median 7e-4, where the
-    pass over the store costs 1.4 CPU s instead of 2.2) and the chunk's exact
+    fixed offset, a small fraction of the posterior score's standard
+    deviation, and the pass over the store costs about a third less) and
+    the chunk's exact
     term beside them. The model's own, in double, for the second order.
     """
     if cv is not None and cv.curvature is not None:

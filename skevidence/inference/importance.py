@@ -197,8 +197,7 @@ def _whole_store_curvature(model, theta, store, dtype):
     """:func:`_curvature_factor` on every stored row: in single precision first, in
     ``dtype`` where that is not positive definite. The curvature only shapes the
     proposal and the climb's steps; in single precision it costs about half
-    (the paper's mixture at 6.3e5 rows: 0.75 against 1.9 CPU s) and differs by
-    about 1e-5 of itself. (Central differences need double precision.)"""
+    and differs by about 1e-5 of itself. (Central differences need double precision.)"""
     if dtype == torch.float64 and has_fisher_information(model):
         chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
                                  batch_size_of(store), torch.float32)

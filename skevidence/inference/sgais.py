@@ -228,10 +228,10 @@ def _start_by_importance(model, state, config, chunk, move, callback, tally):
     ``START_MOVES`` times on the chunk's posterior. Where the draws' ESS is
     below ``START_MIN_ESS`` per particle (a posterior far from the t), or
     there is no estimate, the annealing from the prior runs instead. Returns whether
-    it started. The annealing from the prior took most of a small fit (the
-    paper's logistic model at 1e3 rows: 57 annealing steps of 40 adjusted
-    steps on the first 500 rows, 2.4 of its 4.1 CPU s), where a t at the mode
-    of one chunk's posterior already fits it well enough.
+    it started. The annealing from the prior takes most of a small fit
+    (dozens of annealing steps of 40 adjusted steps on the first chunk),
+    where a t at the mode of one chunk's posterior already fits it well
+    enough.
     """
     if not (config.fold_importance and state.n_seen == 0 and model.unimodal
             and state.island_starts.shape[0] == 1 and not _grows(config)):
@@ -355,9 +355,7 @@ def _missed_mode_search_due(state, ends_update):
     report this search instead, so that the run moves to what they would
     find rather than warn. Marks it done. A search at the end of an update
     counts for the chunks too: a stream fed in many small calls then
-    searches about once per doubling instead of twice (the paper's mixture
-    streamed to 1e6 in 1e4-row calls: 12 searches, 22 CPU s, instead of 18
-    and 40; the fit 171 CPU s instead of 191)."""
+    searches about once per doubling instead of twice."""
     due = state.n_seen >= 2 * state.searched_at
     if ends_update and state.n_seen >= 2 * state.ended_search_at:
         state.ended_search_at, due = state.n_seen, True

@@ -43,9 +43,9 @@ def _warn_if_unscaled(X):
 
 _SINGLE_PRECISION_WHY = """, and on CPUs for this
         model, whose time goes to exponentials and products over the data:
-        the paper's model streamed to 1e6 observations takes a third less
-        CPU than in ``float64``, with errors of the same spread over twelve
-        runs (:ref:`long-streams`); ``log_evidence_`` and the weights are
+        the paper's model streamed to ``10**6`` observations takes about a
+        third less CPU than in ``float64``, with errors of the same spread
+        (:ref:`why <design_notes>`); ``log_evidence_`` and the weights are
         accumulated in double precision either way"""
 
 
