@@ -80,7 +80,9 @@ def covariance_preconditioner(theta, W):
     raise FloatingPointError(
         "the particles' covariance is not positive definite (the particles "
         "have collapsed or diverged). Likely causes: data far from unit scale "
-        "(standardise them, e.g. StandardScaler), a learning_rate too large "
+        "(standardise them, e.g. StandardScaler), a posterior far steeper on one "
+        "side than its spread (a one-hot column for a rare category: try "
+        "engine_options={'precondition': 'model'}), a learning_rate too large "
         "(try a tenth of it), or fewer particles than parameters (increase n_particles)"
     )
 

@@ -572,8 +572,12 @@ def _discard_diverged(state):
         raise FloatingPointError(
             f"all particles diverged after {state.n_seen} observations. Likely "
             "causes: data far from unit scale (standardise features and targets, "
-            "e.g. StandardScaler), a learning_rate too large for this posterior "
-            "(try a tenth of it), or too few particles"
+            "e.g. StandardScaler); a posterior far steeper on one side than its "
+            "spread, such as the coefficient of a one-hot column for a rare "
+            "category, where moves scaled by the particles' covariance are "
+            "unstable (try engine_options={'precondition': 'model'}); a "
+            "learning_rate too large for this posterior (try a tenth of it); or "
+            "too few particles"
         )
     lost = int((~ok & live).sum())
     fraction = lost / max(live.sum(), 1)
