@@ -15,8 +15,10 @@ import sys
 
 import numpy as np
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.multiclass import check_classification_targets
 
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
+from .linear_model._logistic import warn_if_too_many_classes
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
@@ -77,7 +79,7 @@ def _chunks(path, columns, target, chunk_size):
     with open(path, newline="") as f:
         reader = csv.reader(f)
         next(reader)
-        rows = []
+        rows, lines = [], []
         for row in reader:
             if not row or all(not cell.strip() for cell in row):
                 continue  # blank line
@@ -85,23 +87,53 @@ def _chunks(path, columns, target, chunk_size):
                 raise CLIError(f"{path}, line {reader.line_num}: {len(row)} fields, "
                                f"expected {len(header)}")
             rows.append(row)
+            lines.append(reader.line_num)
             if len(rows) == chunk_size:
-                yield _to_arrays(rows, feature_idx, target_idx, path, reader.line_num)
-                rows = []
+                yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
+                rows, lines = [], []
         if rows:
-            yield _to_arrays(rows, feature_idx, target_idx, path, reader.line_num)
+            yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
 
 
-def _to_arrays(rows, feature_idx, target_idx, path, last_line):
+def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
+    """The chunk's features as floats and its target as text; ``lines`` are the rows' line numbers."""
     try:
         X = np.array([[float(row[i]) for i in feature_idx] for row in rows], dtype=np.float64)
-    except ValueError as exc:
-        raise CLIError(f"{path}, lines up to {last_line}: a feature is not a number ({exc}); "
-                       "name the label column with --target") from None
+    except ValueError:
+        raise CLIError(_not_a_number(rows, lines, header, feature_idx, target_idx, path)) from None
     if not np.isfinite(X).all():
-        raise CLIError(f"{path}, lines up to {last_line}: missing or infinite feature values")
+        row, col = np.argwhere(~np.isfinite(X))[0]
+        raise CLIError(f"{path}, line {lines[row]}, column {header[feature_idx[col]]!r}: "
+                       f"{rows[row][feature_idx[col]].strip()!r} is not finite; drop or impute "
+                       "the rows with missing or infinite values")
     y = None if target_idx is None else np.array([row[target_idx].strip() for row in rows])
     return X, y
+
+
+def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
+    """The message for the first feature cell of the chunk that is not a number.
+
+    It names the cell and suggests the fix that applies: an empty cell is a
+    missing value, to drop or impute; text in a column is a label column to
+    name with --target when none is named, else a column to encode or drop.
+    """
+    for row, line in zip(rows, lines):
+        for i in feature_idx:
+            try:
+                float(row[i])
+            except ValueError:
+                break
+        else:
+            continue
+        cell, where = row[i].strip(), f"{path}, line {line}, column {header[i]!r}"
+        if not cell:
+            return f"{where}: empty cell; drop or impute the rows with missing values"
+        if target_idx is None:
+            return (f"{where}: {cell!r} is not a number; if {header[i]!r} is the label "
+                    f"column, name it with --target {header[i]}")
+        return (f"{where}: {cell!r} is not a number; features must be numeric: encode "
+                f"the column as numbers or drop it")
+    raise AssertionError("a cell failed to convert but none was found")
 
 
 def _scan(path, columns, target, chunk_size):
@@ -117,12 +149,17 @@ def _scan(path, columns, target, chunk_size):
 
 
 def _labels(classes):
-    """Class labels as integers when they all are, else as (sorted) strings."""
+    """Class labels as integers when they all are, else as (sorted) strings.
+
+    Labels that are all numbers but not all integers are a continuous
+    target: refused with scikit-learn's words (ValueError).
+    """
     try:
-        numbers = [int(c) for c in classes]
+        numbers = np.array([float(c) for c in classes], dtype=np.float64)
     except ValueError:
         return np.array(classes)
-    return np.unique(np.array(numbers, dtype=np.int64))
+    check_classification_targets(numbers)
+    return np.unique(numbers.astype(np.int64))
 
 
 def _check_columns(path, header, model, target):
@@ -151,14 +188,14 @@ def compare(args):
         raise CLIError(f"--grid: {args.model} has no parameter {', '.join(unknown)} "
                        f"(parameters: {', '.join(sorted(estimator.get_params()))})")
     n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size)
-    if args.model == "logistic" and len(classes) < 2:
-        raise CLIError(f"column {args.target!r} has fewer than two classes")
+    if args.model == "logistic":
+        _check_classes(classes, n, args.target)
     search = EvidenceSearch(estimator, grid, n_jobs=args.n_jobs)
     seen = 0
     for X, y in _chunks(args.data, columns, args.target, args.chunk_size):
         X = X if args.no_standardize else scaler.transform(X)
         if args.model == "logistic":
-            search.partial_fit(X, y.astype(classes.dtype), classes=classes)
+            search.partial_fit(X, _class_labels(y, classes), classes=classes)
         elif args.model == "linear":
             search.partial_fit(X, _numeric_target(y, args.target))
         else:
@@ -167,6 +204,19 @@ def compare(args):
         if args.verbose:
             print(f"{seen} / {n} rows", file=sys.stderr, flush=True)
     return _table(search, n)
+
+
+def _class_labels(y, classes):
+    """The chunk's labels (text) in the type of ``classes`` ("1.0" reads as 1)."""
+    if classes.dtype.kind == "i":
+        return y.astype(np.float64).astype(np.int64)
+    return y.astype(classes.dtype)
+
+
+def _check_classes(classes, n_rows, target):
+    if len(classes) < 2:
+        raise CLIError(f"column {target!r} has fewer than two classes")
+    warn_if_too_many_classes(n_rows, len(classes))
 
 
 def _numeric_target(y, target):

@@ -289,3 +289,50 @@ def test_bad_parameters_raise_value_error():
         EvidenceLogisticRegression(prior_std=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="n_particles"):
         EvidenceLogisticRegression(n_particles=0).fit(X, y)
+
+
+# -- targets checked at the edge -------------------------------------------------------
+
+_CONTINUOUS = "Unknown label type: continuous. Maybe you are trying to fit a classifier"
+
+
+def test_fit_refuses_a_continuous_target_and_keeps_the_previous_fit():
+    X, y = _three_class_data()
+    clf = EvidenceLogisticRegression(**FAST).fit(X, y)
+    snap = _snapshot(clf)
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        clf.fit(X, y + np.linspace(0, 0.5, len(y)))
+    _assert_unchanged(clf, snap)
+
+
+def test_first_partial_fit_refuses_continuous_classes_and_stays_unfitted():
+    X, y = _three_class_data()
+    clf = EvidenceLogisticRegression(**FAST)
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        clf.partial_fit(X, y, classes=[0.5, 1.5, 2.5])
+    assert not hasattr(clf, "classes_") and not hasattr(clf, "_state")
+
+
+def test_search_refuses_a_continuous_target_before_building_a_model(monkeypatch):
+    from skevidence import EvidenceSearch
+
+    def no_model(self, X, y):
+        raise AssertionError("a candidate got past validation")
+
+    monkeypatch.setattr(EvidenceLogisticRegression, "_make_model", no_model)
+    X, y = _three_class_data()
+    search = EvidenceSearch(EvidenceLogisticRegression(**FAST), {"prior_std": [0.5, 1.0]})
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        search.fit(X, y + 0.25)
+
+
+def test_many_classes_for_the_rows_warn():
+    X, _ = _three_class_data(n=40)
+    with pytest.warns(UserWarning, match="20 classes in 40 rows"):
+        EvidenceLogisticRegression(**FAST).fit(X, np.arange(40) // 2)
+
+
+def test_three_rows_per_class_do_not_warn(recwarn):
+    X, _ = _three_class_data(n=60)
+    EvidenceLogisticRegression(**FAST).fit(X, np.arange(60) // 3)
+    assert not [w for w in recwarn if "classes in" in str(w.message)]
