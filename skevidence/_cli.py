@@ -96,7 +96,7 @@ def _chunks(path, columns, target, chunk_size):
 
 
 def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
-    """The chunk's features as floats and its target as text; ``lines`` are the rows' line numbers."""
+    """The chunk's features as floats, its target as text; ``lines``: the rows' line numbers."""
     try:
         X = np.array([[float(row[i]) for i in feature_idx] for row in rows], dtype=np.float64)
     except ValueError:
