@@ -72,7 +72,11 @@ def _read_header(path):
 
 
 def _chunks(path, columns, target, chunk_size):
-    """Yield ``(X, y)`` arrays of at most ``chunk_size`` rows (``y`` None without a target)."""
+    """Yield ``(X, y, lines)`` of at most ``chunk_size`` rows.
+
+    ``y`` is the target column as text (None without a target), ``lines``
+    the rows' line numbers in the file, for messages that name a row.
+    """
     header = _read_header(path)
     feature_idx = [header.index(c) for c in columns]
     target_idx = None if target is None else header.index(target)
@@ -107,7 +111,7 @@ def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
                        f"{rows[row][feature_idx[col]].strip()!r} is not finite; drop or impute "
                        "the rows with missing or infinite values")
     y = None if target_idx is None else np.array([row[target_idx].strip() for row in rows])
-    return X, y
+    return X, y, lines
 
 
 def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
@@ -136,12 +140,18 @@ def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
     raise AssertionError("a cell failed to convert but none was found")
 
 
-def _scan(path, columns, target, chunk_size):
-    """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels."""
+def _scan(path, columns, target, chunk_size, model=None):
+    """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels.
+
+    A linear model's target is checked here, so that a bad cell stops the
+    command before any fit; its values are not collected as classes.
+    """
     scaler, classes = StandardScaler(), set()
-    for X, y in _chunks(path, columns, target, chunk_size):
+    for X, y, lines in _chunks(path, columns, target, chunk_size):
         scaler.partial_fit(X)
-        if y is not None:
+        if y is not None and model == "linear":
+            _numeric_target(y, lines, path, target)
+        elif y is not None:
             classes.update(y.tolist())
     if not hasattr(scaler, "n_samples_seen_"):
         raise CLIError(f"{path} has a header but no data rows")
@@ -187,17 +197,17 @@ def compare(args):
     if unknown:
         raise CLIError(f"--grid: {args.model} has no parameter {', '.join(unknown)} "
                        f"(parameters: {', '.join(sorted(estimator.get_params()))})")
-    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size)
+    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size, args.model)
     if args.model == "logistic":
         _check_classes(classes, n, args.target)
     search = EvidenceSearch(estimator, grid, n_jobs=args.n_jobs)
     seen = 0
-    for X, y in _chunks(args.data, columns, args.target, args.chunk_size):
+    for X, y, lines in _chunks(args.data, columns, args.target, args.chunk_size):
         X = X if args.no_standardize else scaler.transform(X)
         if args.model == "logistic":
             search.partial_fit(X, _class_labels(y, classes), classes=classes)
         elif args.model == "linear":
-            search.partial_fit(X, _numeric_target(y, args.target))
+            search.partial_fit(X, _numeric_target(y, lines, args.data, args.target))
         else:
             search.partial_fit(X)
         seen += X.shape[0]
@@ -219,14 +229,33 @@ def _check_classes(classes, n_rows, target):
     warn_if_too_many_classes(n_rows, len(classes))
 
 
-def _numeric_target(y, target):
+def _numeric_target(y, lines, path, target):
+    """The target column of a chunk as floats; a cell that is not a finite number is named."""
+    numbers = np.full(len(y), np.nan)
+    for k, cell in enumerate(y):
+        try:
+            numbers[k] = float(cell)
+        except ValueError:
+            break
+    bad = np.flatnonzero(~np.isfinite(numbers))
+    if bad.size:
+        k = bad[0]
+        cell, where = str(y[k]), f"{path}, line {lines[k]}, column {target!r}"
+        if not cell:
+            raise CLIError(f"{where}: empty cell; drop or impute the rows with a missing target")
+        if _is_number(cell):  # "inf", "nan"
+            raise CLIError(f"{where}: {cell!r} is not finite; drop or impute those rows")
+        raise CLIError(f"{where}: {cell!r} is not numeric; --model linear needs a numeric "
+                       "target (for class labels: --model logistic)")
+    return numbers
+
+
+def _is_number(text):
     try:
-        y = y.astype(np.float64)
+        float(text)
     except ValueError:
-        raise CLIError(f"--model linear: column {target!r} is not numeric") from None
-    if not np.isfinite(y).all():
-        raise CLIError(f"--model linear: column {target!r} has missing or infinite values")
-    return y
+        return False
+    return True
 
 
 def _table(search, n):

@@ -179,3 +179,18 @@ def test_a_cell_that_is_not_a_number_is_named_with_its_fix(tmp_path, capsys, cel
     assert err.startswith(f"skevidence compare: error: {data}, {message}")
     if "--target" in model:  # given: the advice must not be to give it
         assert "--target" not in err
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("", "line 3, column 'y': empty cell; drop or impute the rows with a missing target"),
+    ("nan", "line 3, column 'y': 'nan' is not finite"),
+    ("big", "line 3, column 'y': 'big' is not numeric; --model linear needs a numeric target"),
+])
+def test_a_bad_target_cell_stops_the_linear_model_before_any_fit(tmp_path, capsys, cell,
+                                                                 message):
+    rows = [(0.1, 1.0), (0.3, cell), *((0.1 * k, k) for k in range(30))]
+    data = _write_csv(tmp_path / "target.csv", ["a", "y"], rows)
+    # chunks of 2 rows: the bad cell is in the first, and must stop the first pass
+    assert main(["compare", str(data), "--model", "linear", "--target", "y",
+                 "--chunk-size", "2", *FAST]) == 2
+    assert capsys.readouterr().err.startswith(f"skevidence compare: error: {data}, {message}")
