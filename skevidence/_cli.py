@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.multiclass import check_classification_targets
 
+from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .linear_model._logistic import warn_if_too_many_classes
 from .mixture import EvidenceGMM
@@ -290,11 +291,16 @@ def _format_table(table):
              f"{'model':<{width}}  {'log evidence':>14}  {'+-':>6}  {'P(M | D)':>9}"
              f"  {'log BF vs best':>14}  {'rank':>4}"]
     for label, row in zip(labels, rows):
-        std = "-" if row["log_evidence_std"] is None else f"{row['log_evidence_std']:.2f}"
+        std = "-" if row["log_evidence_std"] is None else _error_bar(row["log_evidence_std"])
         lines.append(f"{label:<{width}}  {row['log_evidence']:>14.2f}  {std:>6}"
                      f"  {row['posterior_probability']:>9.4f}  {row['log_bayes_factor']:>14.2f}"
                      f"  {row['rank']:>4}")
     return "\n".join(lines)
+
+
+def _error_bar(std):
+    """``std`` with 2 decimals, or more where those would show ``0.00``."""
+    return f"{std:.{max(2, error_bar_decimals(std))}f}"
 
 
 def build_parser():

@@ -194,3 +194,9 @@ def test_a_bad_target_cell_stops_the_linear_model_before_any_fit(tmp_path, capsy
     assert main(["compare", str(data), "--model", "linear", "--target", "y",
                  "--chunk-size", "2", *FAST]) == 2
     assert capsys.readouterr().err.startswith(f"skevidence compare: error: {data}, {message}")
+
+
+def test_table_error_bars_show_a_significant_digit():
+    from skevidence._cli import _error_bar
+
+    assert _error_bar(0.236) == "0.24" and _error_bar(0.0042) == "0.004"
