@@ -15,11 +15,10 @@ import sys
 
 import numpy as np
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.multiclass import check_classification_targets
 
 from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
-from .linear_model._logistic import warn_if_too_many_classes
+from .linear_model._logistic import check_class_targets, warn_if_too_many_classes
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
@@ -169,7 +168,7 @@ def _labels(classes):
         numbers = np.array([float(c) for c in classes], dtype=np.float64)
     except ValueError:
         return np.array(classes)
-    check_classification_targets(numbers)
+    check_class_targets(numbers)
     return np.unique(numbers.astype(np.int64))
 
 

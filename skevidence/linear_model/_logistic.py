@@ -46,6 +46,28 @@ def warn_if_too_many_classes(n_rows, n_classes):
             "use a regressor (EvidenceLinearRegression).", UserWarning, stacklevel=4)
 
 
+def check_class_targets(y):
+    """scikit-learn's check of a classification target, less its many-classes warning.
+
+    :func:`warn_if_too_many_classes` replaces that warning: it is stricter,
+    and it looks at the whole data set, never at a ``partial_fit`` batch.
+
+    Parameters
+    ----------
+    y : array-like
+        The labels.
+
+    Raises
+    ------
+    ValueError
+        For a continuous (or otherwise non-class) target, in scikit-learn's words.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The number of unique classes is greater than 50%",
+                                UserWarning)
+        check_classification_targets(y)
+
+
 # Feature scales (root mean square of a column) outside this range draw a
 # warning from EvidenceLogisticRegression: its prior is per unit of feature.
 _UNIT_SCALE_RANGE = (0.1, 10.0)
@@ -187,7 +209,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         The first ``partial_fit`` needs ``classes``, since a batch need not hold every class.
         """
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
+        check_class_targets(y)
         if reset:
             self.classes_ = self._initial_classes(y, classes)
             self._check_data_magnitude(X, None)  # raise on overflow before warning on scale
@@ -212,7 +234,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
                                  "needs at least two. Pass every class to partial_fit with "
                                  "`classes=` to fit a batch that shows only some of them.")
             return classes
-        check_classification_targets(np.asarray(classes))
+        check_class_targets(np.asarray(classes))
         classes = unique_labels(classes)
         if len(classes) < 2:
             raise ValueError(f"classes must hold at least two labels, got {classes!r}")
