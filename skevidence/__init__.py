@@ -1,6 +1,7 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
 from ._config import config_context, get_config, set_config
+from ._format import format_log_evidence
 from .ensemble import BayesianModelAverager
 from .generic import EvidenceModel, EvidenceResult, log_evidence
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
@@ -19,6 +20,7 @@ __all__ = [
     "EvidenceSearch",
     "__version__",
     "config_context",
+    "format_log_evidence",
     "get_config",
     "log_evidence",
     "set_config",

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from skevidence import EvidenceLinearRegression
+from skevidence import EvidenceLinearRegression, format_log_evidence
 from skevidence._cli import main as cli_main
 
 
@@ -41,7 +41,7 @@ def demo():
         elapsed = time.perf_counter() - start
         results[name] = est.log_evidence_
         exact = est.exact_log_evidence(X[:, cols], y)
-        estimate = f"{est.log_evidence_:.2f} ± {est.log_evidence_std_:.2f}"
+        estimate = format_log_evidence(est.log_evidence_, est.log_evidence_std_)
         print(f"{name:<26} {estimate:>20} {exact:>12.2f} {elapsed:>8.2f}")
     ranked = sorted(results, key=results.get, reverse=True)
     best, second = ranked[0], ranked[1]

@@ -16,7 +16,9 @@ import sys
 import numpy as np
 from sklearn.preprocessing import StandardScaler
 
+from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
+from .linear_model._logistic import check_class_targets, warn_if_too_many_classes
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
@@ -70,14 +72,18 @@ def _read_header(path):
 
 
 def _chunks(path, columns, target, chunk_size):
-    """Yield ``(X, y)`` arrays of at most ``chunk_size`` rows (``y`` None without a target)."""
+    """Yield ``(X, y, lines)`` of at most ``chunk_size`` rows.
+
+    ``y`` is the target column as text (None without a target), ``lines``
+    the rows' line numbers in the file, for messages that name a row.
+    """
     header = _read_header(path)
     feature_idx = [header.index(c) for c in columns]
     target_idx = None if target is None else header.index(target)
     with open(path, newline="") as f:
         reader = csv.reader(f)
         next(reader)
-        rows = []
+        rows, lines = [], []
         for row in reader:
             if not row or all(not cell.strip() for cell in row):
                 continue  # blank line
@@ -85,31 +91,67 @@ def _chunks(path, columns, target, chunk_size):
                 raise CLIError(f"{path}, line {reader.line_num}: {len(row)} fields, "
                                f"expected {len(header)}")
             rows.append(row)
+            lines.append(reader.line_num)
             if len(rows) == chunk_size:
-                yield _to_arrays(rows, feature_idx, target_idx, path, reader.line_num)
-                rows = []
+                yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
+                rows, lines = [], []
         if rows:
-            yield _to_arrays(rows, feature_idx, target_idx, path, reader.line_num)
+            yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
 
 
-def _to_arrays(rows, feature_idx, target_idx, path, last_line):
+def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
+    """The chunk's features as floats, its target as text; ``lines``: the rows' line numbers."""
     try:
         X = np.array([[float(row[i]) for i in feature_idx] for row in rows], dtype=np.float64)
-    except ValueError as exc:
-        raise CLIError(f"{path}, lines up to {last_line}: a feature is not a number ({exc}); "
-                       "name the label column with --target") from None
+    except ValueError:
+        raise CLIError(_not_a_number(rows, lines, header, feature_idx, target_idx, path)) from None
     if not np.isfinite(X).all():
-        raise CLIError(f"{path}, lines up to {last_line}: missing or infinite feature values")
+        row, col = np.argwhere(~np.isfinite(X))[0]
+        raise CLIError(f"{path}, line {lines[row]}, column {header[feature_idx[col]]!r}: "
+                       f"{rows[row][feature_idx[col]].strip()!r} is not finite; drop or impute "
+                       "the rows with missing or infinite values")
     y = None if target_idx is None else np.array([row[target_idx].strip() for row in rows])
-    return X, y
+    return X, y, lines
 
 
-def _scan(path, columns, target, chunk_size):
-    """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels."""
+def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
+    """The message for the first feature cell of the chunk that is not a number.
+
+    It names the cell and suggests the fix that applies: an empty cell is a
+    missing value, to drop or impute; text in a column is a label column to
+    name with --target when none is named, else a column to encode or drop.
+    """
+    for row, line in zip(rows, lines):
+        for i in feature_idx:
+            try:
+                float(row[i])
+            except ValueError:
+                break
+        else:
+            continue
+        cell, where = row[i].strip(), f"{path}, line {line}, column {header[i]!r}"
+        if not cell:
+            return f"{where}: empty cell; drop or impute the rows with missing values"
+        if target_idx is None:
+            return (f"{where}: {cell!r} is not a number; if {header[i]!r} is the label "
+                    f"column, name it with --target {header[i]}")
+        return (f"{where}: {cell!r} is not a number; features must be numeric: encode "
+                f"the column as numbers or drop it")
+    raise AssertionError("a cell failed to convert but none was found")
+
+
+def _scan(path, columns, target, chunk_size, model=None):
+    """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels.
+
+    A linear model's target is checked here, so that a bad cell stops the
+    command before any fit; its values are not collected as classes.
+    """
     scaler, classes = StandardScaler(), set()
-    for X, y in _chunks(path, columns, target, chunk_size):
+    for X, y, lines in _chunks(path, columns, target, chunk_size):
         scaler.partial_fit(X)
-        if y is not None:
+        if y is not None and model == "linear":
+            _numeric_target(y, lines, path, target)
+        elif y is not None:
             classes.update(y.tolist())
     if not hasattr(scaler, "n_samples_seen_"):
         raise CLIError(f"{path} has a header but no data rows")
@@ -117,12 +159,17 @@ def _scan(path, columns, target, chunk_size):
 
 
 def _labels(classes):
-    """Class labels as integers when they all are, else as (sorted) strings."""
+    """Class labels as integers when they all are, else as (sorted) strings.
+
+    Labels that are all numbers but not all integers are a continuous
+    target: refused with scikit-learn's words (ValueError).
+    """
     try:
-        numbers = [int(c) for c in classes]
+        numbers = np.array([float(c) for c in classes], dtype=np.float64)
     except ValueError:
         return np.array(classes)
-    return np.unique(np.array(numbers, dtype=np.int64))
+    check_class_targets(numbers)
+    return np.unique(numbers.astype(np.int64))
 
 
 def _check_columns(path, header, model, target):
@@ -150,17 +197,17 @@ def compare(args):
     if unknown:
         raise CLIError(f"--grid: {args.model} has no parameter {', '.join(unknown)} "
                        f"(parameters: {', '.join(sorted(estimator.get_params()))})")
-    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size)
-    if args.model == "logistic" and len(classes) < 2:
-        raise CLIError(f"column {args.target!r} has fewer than two classes")
+    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size, args.model)
+    if args.model == "logistic":
+        _check_classes(classes, n, args.target)
     search = EvidenceSearch(estimator, grid, n_jobs=args.n_jobs)
     seen = 0
-    for X, y in _chunks(args.data, columns, args.target, args.chunk_size):
+    for X, y, lines in _chunks(args.data, columns, args.target, args.chunk_size):
         X = X if args.no_standardize else scaler.transform(X)
         if args.model == "logistic":
-            search.partial_fit(X, y.astype(classes.dtype), classes=classes)
+            search.partial_fit(X, _class_labels(y, classes), classes=classes)
         elif args.model == "linear":
-            search.partial_fit(X, _numeric_target(y, args.target))
+            search.partial_fit(X, _numeric_target(y, lines, args.data, args.target))
         else:
             search.partial_fit(X)
         seen += X.shape[0]
@@ -169,14 +216,46 @@ def compare(args):
     return _table(search, n)
 
 
-def _numeric_target(y, target):
+def _class_labels(y, classes):
+    """The chunk's labels (text) in the type of ``classes`` ("1.0" reads as 1)."""
+    if classes.dtype.kind == "i":
+        return y.astype(np.float64).astype(np.int64)
+    return y.astype(classes.dtype)
+
+
+def _check_classes(classes, n_rows, target):
+    if len(classes) < 2:
+        raise CLIError(f"column {target!r} has fewer than two classes")
+    warn_if_too_many_classes(n_rows, len(classes))
+
+
+def _numeric_target(y, lines, path, target):
+    """The target column of a chunk as floats; a cell that is not a finite number is named."""
+    numbers = np.full(len(y), np.nan)
+    for k, cell in enumerate(y):
+        try:
+            numbers[k] = float(cell)
+        except ValueError:
+            break
+    bad = np.flatnonzero(~np.isfinite(numbers))
+    if bad.size:
+        k = bad[0]
+        cell, where = str(y[k]), f"{path}, line {lines[k]}, column {target!r}"
+        if not cell:
+            raise CLIError(f"{where}: empty cell; drop or impute the rows with a missing target")
+        if _is_number(cell):  # "inf", "nan"
+            raise CLIError(f"{where}: {cell!r} is not finite; drop or impute those rows")
+        raise CLIError(f"{where}: {cell!r} is not numeric; --model linear needs a numeric "
+                       "target (for class labels: --model logistic)")
+    return numbers
+
+
+def _is_number(text):
     try:
-        y = y.astype(np.float64)
+        float(text)
     except ValueError:
-        raise CLIError(f"--model linear: column {target!r} is not numeric") from None
-    if not np.isfinite(y).all():
-        raise CLIError(f"--model linear: column {target!r} has missing or infinite values")
-    return y
+        return False
+    return True
 
 
 def _table(search, n):
@@ -211,11 +290,16 @@ def _format_table(table):
              f"{'model':<{width}}  {'log evidence':>14}  {'+-':>6}  {'P(M | D)':>9}"
              f"  {'log BF vs best':>14}  {'rank':>4}"]
     for label, row in zip(labels, rows):
-        std = "-" if row["log_evidence_std"] is None else f"{row['log_evidence_std']:.2f}"
+        std = "-" if row["log_evidence_std"] is None else _error_bar(row["log_evidence_std"])
         lines.append(f"{label:<{width}}  {row['log_evidence']:>14.2f}  {std:>6}"
                      f"  {row['posterior_probability']:>9.4f}  {row['log_bayes_factor']:>14.2f}"
                      f"  {row['rank']:>4}")
     return "\n".join(lines)
+
+
+def _error_bar(std):
+    """``std`` with 2 decimals, or more where those would show ``0.00``."""
+    return f"{std:.{max(2, error_bar_decimals(std))}f}"
 
 
 def build_parser():

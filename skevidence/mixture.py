@@ -350,4 +350,5 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
             variance_scale = self.variance_scale_ if self.variance_scale is None \
                 else variance_scale
         model = self._make_model(X, priors=(mean_prior, variance_scale))
-        return model.exact_log_evidence((torch.as_tensor(X),))
+        # a copy: torch.as_tensor warns on a read-only view (a DataFrame's values)
+        return model.exact_log_evidence((torch.tensor(X),))

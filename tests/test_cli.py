@@ -118,3 +118,85 @@ def test_first_pass_statistics_match_numpy_across_chunks(tmp_path):
     # about 1e-7 relative; plain sums of squares would be off by about 100.
     np.testing.assert_allclose(std[:2], X[:, :2].std(axis=0), rtol=1e-6)
     assert std[2] == 1.0  # constant column left as it is
+
+
+def _write_csv(path, header, rows):
+    path.write_text("\n".join([",".join(header), *(",".join(map(str, r)) for r in rows)]) + "\n")
+    return path
+
+
+def test_continuous_target_is_refused_at_once_with_scikit_learns_words(tmp_path):
+    # Diabetes-like: a numeric target with a fraction, as a regression's.
+    rng = np.random.default_rng(0)
+    rows = [(*rng.standard_normal(3).round(3), round(100 + 50 * rng.random(), 2))
+            for _ in range(5000)]
+    data = _write_csv(tmp_path / "continuous.csv", ["a", "b", "c", "target"], rows)
+    proc = subprocess.run([sys.executable, "-m", "skevidence", "compare", str(data),
+                           "--model", "logistic", "--target", "target"],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "skevidence compare: error: Unknown label type: continuous. Maybe you are trying to "
+        "fit a classifier, which expects discrete classes on a regression target with "
+        "continuous values."]
+
+
+def test_a_target_with_about_one_row_per_class_warns(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = [(*rng.standard_normal(2).round(3), k // 2) for k in range(40)]  # 2 rows a class
+    data = _write_csv(tmp_path / "many.csv", ["a", "b", "target"], rows)
+    with pytest.warns(UserWarning, match="20 classes in 40 rows"):
+        run_json(capsys, data, "--model", "logistic", "--target", "target")
+
+
+def test_integral_float_labels_are_classes(tmp_path, capsys):
+    # "1.0" and "1" are the same class, as in a file that pandas wrote.
+    rng = np.random.default_rng(0)
+    rows = [(*rng.standard_normal(2).round(3), ["0.0", "1", "1.0", "2"][k % 4])
+            for k in range(60)]
+    data = _write_csv(tmp_path / "floats.csv", ["a", "b", "target"], rows)
+    assert run_json(capsys, data, "--model", "logistic", "--target", "target")["n_samples"] == 60
+
+
+@pytest.mark.parametrize("cell, model, message", [
+    ("", ["--model", "linear", "--target", "y"],
+     "line 4, column 'b': empty cell; drop or impute the rows with missing values"),
+    ("x", ["--model", "linear", "--target", "y"],
+     "line 4, column 'b': 'x' is not a number; features must be numeric: encode"),
+    ("x", ["--model", "gmm"],
+     "line 4, column 'b': 'x' is not a number; if 'b' is the label column, "
+     "name it with --target b"),
+])
+def test_a_cell_that_is_not_a_number_is_named_with_its_fix(tmp_path, capsys, cell, model,
+                                                           message):
+    rows = [(0.1, 0.2, 1.0), (0.3, 0.4, 2.0), (0.5, cell, 3.0), (0.7, 0.8, 4.0)]
+    data = _write_csv(tmp_path / "cells.csv", ["a", "b", "y"], rows)
+    if "gmm" in model:
+        data = _write_csv(tmp_path / "cells.csv", ["a", "b"], [r[:2] for r in rows])
+    assert main(["compare", str(data), *model, *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"skevidence compare: error: {data}, {message}")
+    if "--target" in model:  # given: the advice must not be to give it
+        assert "--target" not in err
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("", "line 3, column 'y': empty cell; drop or impute the rows with a missing target"),
+    ("nan", "line 3, column 'y': 'nan' is not finite"),
+    ("big", "line 3, column 'y': 'big' is not numeric; --model linear needs a numeric target"),
+])
+def test_a_bad_target_cell_stops_the_linear_model_before_any_fit(tmp_path, capsys, cell,
+                                                                 message):
+    rows = [(0.1, 1.0), (0.3, cell), *((0.1 * k, k) for k in range(30))]
+    data = _write_csv(tmp_path / "target.csv", ["a", "y"], rows)
+    # chunks of 2 rows: the bad cell is in the first, and must stop the first pass
+    assert main(["compare", str(data), "--model", "linear", "--target", "y",
+                 "--chunk-size", "2", *FAST]) == 2
+    assert capsys.readouterr().err.startswith(f"skevidence compare: error: {data}, {message}")
+
+
+def test_table_error_bars_show_a_significant_digit():
+    from skevidence._cli import _error_bar
+
+    assert _error_bar(0.236) == "0.24" and _error_bar(0.0042) == "0.004"

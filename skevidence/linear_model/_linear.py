@@ -296,4 +296,6 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             if (self.noise_std is None) != (priors[1] is not None):
                 priors = None  # noise_std was changed since the fit
         model = self._make_model(X, y, priors)
-        return model.exact_log_evidence((torch.as_tensor(X), torch.as_tensor(y)))
+        # torch.tensor copies: check_X_y may hand back a read-only view (a
+        # pandas Series's values), which torch.as_tensor warns about.
+        return model.exact_log_evidence((torch.tensor(X), torch.tensor(y)))

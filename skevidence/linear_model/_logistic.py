@@ -18,6 +18,56 @@ from ..models import LogisticRegressionModel
 
 __all__ = ["EvidenceLogisticRegression"]
 
+# Fewer rows than this per class on average draw a warning. Most classes
+# are then seen once or twice, so their coefficients are their prior's, and
+# a target with nearly one label per row is more often a number read as
+# class labels (scikit-learn's diabetes target: 214 values in 442 rows, 2.1
+# rows per class) than a classification problem; scikit-learn's own check
+# (more distinct labels than half the rows, 2 rows per class) lets that one
+# through.
+MIN_ROWS_PER_CLASS = 3
+
+
+def warn_if_too_many_classes(n_rows, n_classes):
+    """Warn when there are fewer than ``MIN_ROWS_PER_CLASS`` rows per class on average.
+
+    Parameters
+    ----------
+    n_rows : int
+        The rows of the whole data set.
+    n_classes : int
+        Its distinct labels.
+    """
+    if n_rows < MIN_ROWS_PER_CLASS * n_classes:
+        warnings.warn(
+            f"y has {n_classes} classes in {n_rows} rows ({n_rows / n_classes:.1f} rows per "
+            f"class, fewer than {MIN_ROWS_PER_CLASS}): most classes are seen once or twice, "
+            "and the fit's cost grows with the classes. If y is a quantity, not a label, "
+            "use a regressor (EvidenceLinearRegression).", UserWarning, stacklevel=4)
+
+
+def check_class_targets(y):
+    """scikit-learn's check of a classification target, less its many-classes warning.
+
+    :func:`warn_if_too_many_classes` replaces that warning: it is stricter,
+    and it looks at the whole data set, never at a ``partial_fit`` batch.
+
+    Parameters
+    ----------
+    y : array-like
+        The labels.
+
+    Raises
+    ------
+    ValueError
+        For a continuous (or otherwise non-class) target, in scikit-learn's words.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The number of unique classes is greater than 50%",
+                                UserWarning)
+        check_classification_targets(y)
+
+
 # Feature scales (root mean square of a column) outside this range draw a
 # warning from EvidenceLogisticRegression: its prior is per unit of feature.
 _UNIT_SCALE_RANGE = (0.1, 10.0)
@@ -159,7 +209,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         The first ``partial_fit`` needs ``classes``, since a batch need not hold every class.
         """
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
+        check_class_targets(y)
         if reset:
             self.classes_ = self._initial_classes(y, classes)
             self._check_data_magnitude(X, None)  # raise on overflow before warning on scale
@@ -176,11 +226,15 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     def _initial_classes(self, y, classes):
         if classes is None:
             classes = unique_labels(y)
+            # Only here, where y is all the data: a partial_fit batch may be
+            # small, and says nothing of the stream's size.
+            warn_if_too_many_classes(len(y), len(classes))
             if len(classes) < 2:
                 raise ValueError(f"y has only one class ({classes[0]!r}); logistic regression "
                                  "needs at least two. Pass every class to partial_fit with "
                                  "`classes=` to fit a batch that shows only some of them.")
             return classes
+        check_class_targets(np.asarray(classes))
         classes = unique_labels(classes)
         if len(classes) < 2:
             raise ValueError(f"classes must hold at least two labels, got {classes!r}")

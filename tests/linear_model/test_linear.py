@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -327,3 +331,17 @@ def test_paper_model_is_reachable_with_explicit_parameters():
     assert abs(reg.log_evidence_ - reg.exact_log_evidence(X, y)) <= 1.0
     _, std = reg.predict(X[:20], return_std=True)
     assert np.all(std >= 1.0) and np.all(std < 1.01)
+
+
+def test_exact_log_evidence_of_pandas_data_sends_no_torch_warning():
+    # torch warns once per process about a read-only array, so a fresh one.
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "from sklearn.datasets import load_diabetes\n"
+            "from skevidence import EvidenceGMM, EvidenceLinearRegression\n"
+            "X, y = load_diabetes(return_X_y=True, as_frame=True)\n"
+            "EvidenceLinearRegression().exact_log_evidence(X, y)\n"
+            "EvidenceGMM(n_components=1).exact_log_evidence(X)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "not writable" not in proc.stderr

@@ -325,3 +325,51 @@ def test_rare_categories_fit_with_the_models_metric_and_the_error_says_so():
     # Against the fit's own importance-sampling estimate at the mode: within
     # four combined standard deviations (seeds 0-3: |z| at most 1.8).
     assert np.isfinite(fit.log_evidence_) and abs(d["importance_z"]) < 4
+
+
+# -- targets checked at the edge -------------------------------------------------------
+
+_CONTINUOUS = "Unknown label type: continuous. Maybe you are trying to fit a classifier"
+
+
+def test_fit_refuses_a_continuous_target_and_keeps_the_previous_fit():
+    X, y = _three_class_data()
+    clf = EvidenceLogisticRegression(**FAST).fit(X, y)
+    snap = _snapshot(clf)
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        clf.fit(X, y + np.linspace(0, 0.5, len(y)))
+    _assert_unchanged(clf, snap)
+
+
+def test_first_partial_fit_refuses_continuous_classes_and_stays_unfitted():
+    X, y = _three_class_data()
+    clf = EvidenceLogisticRegression(**FAST)
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        clf.partial_fit(X, y, classes=[0.5, 1.5, 2.5])
+    assert not hasattr(clf, "classes_") and not hasattr(clf, "_state")
+
+
+def test_search_refuses_a_continuous_target_before_building_a_model(monkeypatch):
+    from skevidence import EvidenceSearch
+
+    def no_model(self, X, y):
+        raise AssertionError("a candidate got past validation")
+
+    monkeypatch.setattr(EvidenceLogisticRegression, "_make_model", no_model)
+    X, y = _three_class_data()
+    search = EvidenceSearch(EvidenceLogisticRegression(**FAST), {"prior_std": [0.5, 1.0]})
+    with pytest.raises(ValueError, match=_CONTINUOUS):
+        search.fit(X, y + 0.25)
+
+
+def test_many_classes_for_the_rows_warn_once_in_our_words(recwarn):
+    X, _ = _three_class_data(n=30)
+    EvidenceLogisticRegression(**FAST).fit(X, np.arange(30) * 20 // 30)
+    # scikit-learn's own warning (more labels than half the rows) stays out
+    assert [str(w.message)[:24] for w in recwarn] == ["y has 20 classes in 30 r"]
+
+
+def test_three_rows_per_class_do_not_warn(recwarn):
+    X, _ = _three_class_data(n=60)
+    EvidenceLogisticRegression(**FAST).fit(X, np.arange(60) // 3)
+    assert not [w for w in recwarn if "classes in" in str(w.message)]
