@@ -18,7 +18,8 @@ from sklearn.preprocessing import StandardScaler
 
 from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
-from .linear_model._logistic import check_class_targets, warn_if_too_many_classes
+from .linear_model._logistic import (MIN_ROWS_PER_CLASS, check_class_targets,
+                                     warn_if_too_many_classes)
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
@@ -224,8 +225,21 @@ def _class_labels(y, classes):
 
 
 def _check_classes(classes, n_rows, target):
+    """Refuse what cannot be a classification, before any fit.
+
+    Numbers with fewer than ``MIN_ROWS_PER_CLASS`` rows per distinct value
+    are a quantity read as labels (a whole-number target such as a count or
+    a price): the command refuses them, since the fit would run for a long
+    time on classes seen once or twice. Text labels only warn, as the
+    estimator does: they name classes, however many.
+    """
     if len(classes) < 2:
         raise CLIError(f"column {target!r} has fewer than two classes")
+    if classes.dtype.kind in "iuf" and n_rows < MIN_ROWS_PER_CLASS * len(classes):
+        raise CLIError(
+            f"column {target!r} holds {len(classes)} distinct numbers in {n_rows} rows "
+            f"({n_rows / len(classes):.1f} rows per class, fewer than {MIN_ROWS_PER_CLASS}): "
+            "a quantity, not class labels; use --model linear, or bin it into classes")
     warn_if_too_many_classes(n_rows, len(classes))
 
 

@@ -142,9 +142,23 @@ def test_continuous_target_is_refused_at_once_with_scikit_learns_words(tmp_path)
         "continuous values."]
 
 
-def test_a_target_with_about_one_row_per_class_warns(tmp_path, capsys):
+def test_a_whole_number_target_with_about_one_row_per_value_is_refused(tmp_path):
+    # scikit-learn's diabetes target: whole numbers, 214 values in 442 rows.
     rng = np.random.default_rng(0)
-    rows = [(*rng.standard_normal(2).round(3), k // 2) for k in range(40)]  # 2 rows a class
+    rows = [(*rng.standard_normal(2).round(3), int(rng.integers(25, 346))) for _ in range(442)]
+    data = _write_csv(tmp_path / "counts.csv", ["a", "b", "target"], rows)
+    proc = subprocess.run([sys.executable, "-m", "skevidence", "compare", str(data),
+                           "--model", "logistic", "--target", "target"],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 2
+    assert "rows per class, fewer than 3): a quantity, not class labels; use --model " \
+        "linear" in proc.stderr
+
+
+def test_text_labels_with_about_one_row_per_class_warn(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = [(*rng.standard_normal(2).round(3), f"c{k // 2}") for k in range(40)]  # 2 rows a class
     data = _write_csv(tmp_path / "many.csv", ["a", "b", "target"], rows)
     with pytest.warns(UserWarning, match="20 classes in 40 rows"):
         run_json(capsys, data, "--model", "logistic", "--target", "target")
