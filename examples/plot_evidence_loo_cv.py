@@ -35,7 +35,7 @@ from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skevidence import EvidenceLinearRegression
+from skevidence import EvidenceLinearRegression, to_inference_data
 
 X, y = load_diabetes(return_X_y=True, as_frame=True)
 n = len(y)
@@ -49,8 +49,7 @@ def make_model(prior_std=1.0, n_particles=1024):
     # of the closed form.
     reg = EvidenceLinearRegression(prior_std=prior_std, n_particles=n_particles, n_burnin=5,
                                    random_state=0)
-    # pandas output: the coefficients keep the features' names in ArviZ
-    return make_pipeline(StandardScaler(), reg).set_output(transform="pandas")
+    return make_pipeline(StandardScaler(), reg)
 
 
 def log_predictive_density(pipe, X, y):
@@ -60,7 +59,7 @@ def log_predictive_density(pipe, X, y):
     particles, from the pointwise log likelihood that ``to_inference_data``
     exports; ``resample=False`` keeps the particles with their weights.
     """
-    idata = pipe[-1].to_inference_data(pipe[:-1].transform(X), y, resample=False)
+    idata = to_inference_data(pipe, X, y, resample=False)
     log_lik = idata.log_likelihood["y"].values[0]  # [particles, rows]
     log_w = np.log(idata.sample_stats["weight"].values[0])
     return float(logsumexp(log_w[:, None] + log_lik, axis=0).mean())
@@ -71,8 +70,8 @@ folds = KFold(5, shuffle=True, random_state=0)
 for name, columns in subsets.items():
     pipe = make_model().fit(X[columns], y)
     fitted[name] = pipe
-    idatas[name] = pipe[-1].to_inference_data(pipe[:-1].transform(X[columns]), y,
-                                              random_state=0)
+    # (the pipeline's features keep their names in ArviZ)
+    idatas[name] = to_inference_data(pipe, X[columns], y, random_state=0)
     # (256 particles: a predictive average needs no importance sampling)
     scores = cross_val_score(make_model(n_particles=256), X[columns], y, cv=folds,
                              scoring=log_predictive_density)
@@ -126,8 +125,7 @@ for prior_std in prior_stds:
         else:
             columns = subsets[name]
             pipe = make_model(prior_std).fit(X[columns], y)
-            idata = pipe[-1].to_inference_data(pipe[:-1].transform(X[columns]), y,
-                                               random_state=0)
+            idata = to_inference_data(pipe, X[columns], y, random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             values[name] = (pipe[-1].log_evidence_, az.loo(idata).elpd_loo)

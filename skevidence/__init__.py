@@ -1,6 +1,7 @@
 """skevidence: Bayesian evidence for scikit-learn models, online, by SGAIS."""
 
 from ._config import config_context, get_config, set_config
+from ._export import to_inference_data
 from ._format import format_log_evidence
 from .ensemble import BayesianModelAverager
 from .generic import EvidenceModel, EvidenceResult, log_evidence
@@ -24,4 +25,5 @@ __all__ = [
     "get_config",
     "log_evidence",
     "set_config",
+    "to_inference_data",
 ]

@@ -130,24 +130,45 @@ def _data_group(arrays, coords):
     return xr.Dataset(data, coords={k: v for k, v in coords.items() if k in used})
 
 
-def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, random_state=None):
-    """See :meth:`BaseEvidenceEstimator.to_inference_data`."""
+# Resampled draws are laid out in this many chains: ArviZ's diagnostics
+# (r_hat, and the shape check behind az.summary) ask for at least two, and
+# four is the layout of most MCMC output they are read against.
+N_CHAINS = 4
+
+
+def _is_count(value, minimum=1):
+    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and value >= minimum)
+
+
+def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, random_state=None,
+                      feature_names=None):
+    """See :meth:`BaseEvidenceEstimator.to_inference_data`; ``feature_names`` labels the
+    features in place of the estimator's own (those of a pipeline's transformers)."""
     check_is_fitted(est, "log_evidence_")
     az = import_arviz()
     if not isinstance(resample, (bool, np.bool_)):
         raise TypeError(f"resample must be True or False, got {resample!r}")
     n_particles = est.particles_.shape[0]
     if resample:
-        if n_draws is None:
-            n_draws = n_particles
-        if not isinstance(n_draws, numbers.Integral) or isinstance(n_draws, bool) or n_draws < 1:
-            raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
+        if n_draws is None:  # at least one per particle, in whole chains
+            n_draws = N_CHAINS * -(-n_particles // N_CHAINS)
+        if not _is_count(n_draws, N_CHAINS) or n_draws % N_CHAINS:
+            raise ValueError(f"n_draws must be a positive multiple of {N_CHAINS} (the draws "
+                             f"are laid out in {N_CHAINS} chains), got {n_draws!r}")
         index = _draw_indices(est.particle_weights_, int(n_draws), random_state)
+        n_chains = N_CHAINS
     else:
         if n_draws is not None and n_draws != n_particles:
             raise ValueError(f"resample=False keeps the {n_particles} particles; n_draws must "
                              f"be None or {n_particles}, got {n_draws!r}")
         index = np.arange(n_particles)
+        n_chains = 1
+
+    def in_chains(values):
+        """Values per particle -> per draw, ``[chain, draw, ...]``."""
+        values = values[index]
+        return values.reshape(n_chains, -1, *values.shape[1:])
     if X is None and y is not None:
         raise ValueError("y was given without X: pass both to export the log likelihood")
     if X is not None and y is None and est._takes_y():
@@ -161,16 +182,24 @@ def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, rando
     with torch.no_grad():
         params, dims, coords = est._natural_parameters(theta)
     # Natural parameters per particle, then per draw: [1 chain, draw, ...]
-    groups = {"posterior": {name: _numpy(value)[index][None] for name, value in params.items()}}
+    groups = {"posterior": {name: in_chains(_numpy(value)) for name, value in params.items()}}
     dims, coords = dict(dims), dict(coords)
+    if feature_names is not None:
+        feature_names = [str(name) for name in feature_names]
+        if len(feature_names) != est.n_features_in_:
+            raise ValueError(f"{len(feature_names)} feature names for the "
+                             f"{est.n_features_in_} features of {type(est).__name__}")
+        if "feature" in coords:
+            coords["feature"] = feature_names
     data_groups = {}
     if X is not None:
         log_lik, X_checked, y_observed = _pointwise_log_likelihood(est, X, y)
         observed = "y" if y_observed is not None else "X"
-        groups["log_likelihood"] = {observed: log_lik[index][None]}
+        groups["log_likelihood"] = {observed: in_chains(log_lik)}
         dims[observed] = ["observation"]
         n = X_checked.shape[0]
-        data_coords = {"observation": np.arange(n), "feature": feature_coords(est)}
+        data_coords = {"observation": np.arange(n),
+                       "feature": feature_names or feature_coords(est)}
         coords["observation"] = data_coords["observation"]
         X_entry = (X_checked, ["observation", "feature"])
         if y_observed is None:

@@ -53,8 +53,11 @@ class PosteriorMixin:
         under ArviZ 0.x, an ``xarray.DataTree`` under 1.x), laid out as
         ArviZ's converters lay out MCMC output, with these groups:
 
-        * ``posterior``: draws of the model's natural parameters in one
-          chain, with named dimensions: ``coef`` (``feature``; with
+        * ``posterior``: draws of the model's natural parameters (with
+          ``resample=True`` in four chains: an arbitrary grouping of
+          exchangeable draws, so ``r_hat`` is near 1 by construction and
+          says nothing of convergence, which ``diagnostics_`` reports), with
+          named dimensions: ``coef`` (``feature``; with
           ``class`` for the classifier), ``intercept`` and, for the
           regression with unknown noise, ``noise_variance``; for
           :class:`EvidenceGMM`, ``weights``, ``means`` and ``variances``
@@ -88,8 +91,12 @@ class PosteriorMixin:
             when the estimator was fitted with targets, ignored by
             :class:`EvidenceGMM`.
         n_draws : int or None, default=None
-            Number of draws; ``None`` gives one per particle. Only with
-            ``resample=True``.
+            Number of draws, a multiple of 4; ``None`` gives at least one
+            per particle. Only with ``resample=True``. ``az.loo`` needs a few
+            thousand distinct draws for its Pareto-k check to pass on most
+            rows; the draws are copies of the particles, so fit with
+            ``n_particles`` of that order when leave-one-out matters. For a
+            pipeline or a search, :func:`skevidence.to_inference_data`.
         resample : bool, default=True
             ``True``: equally weighted draws, by systematic resampling of
             the particles by their weights (then shuffled, since ArviZ reads
@@ -124,11 +131,11 @@ class PosteriorMixin:
         >>> reg = EvidenceLinearRegression(n_particles=64, random_state=0).fit(X, y)
         >>> idata = reg.to_inference_data(X, y, random_state=0)
         >>> idata.posterior["coef"].dims, idata.posterior["coef"].shape
-        (('chain', 'draw', 'feature'), (1, 64, 2))
+        (('chain', 'draw', 'feature'), (4, 16, 2))
         >>> idata.posterior["coef"].coords["feature"].values.tolist()
         ['x0', 'x1']
         >>> idata.log_likelihood["y"].shape
-        (1, 64, 200)
+        (4, 16, 200)
         >>> bool(idata.sample_stats["log_evidence"][0] == reg.log_evidence_)
         True
         """

@@ -1,5 +1,6 @@
 """to_inference_data: the fitted posterior and evidence as ArviZ data."""
 
+import logging
 import math
 import sys
 import warnings
@@ -51,19 +52,20 @@ def _natural_linear(reg):
 
 def _draw_means(idata):
     post = idata.posterior
-    scalars = [post[name].values[0].mean() for name in ("intercept", "noise_variance")]
-    return np.concatenate([post["coef"].values[0].mean(0), scalars])
+    # (over every chain: the draws are one sample, grouped in chains)
+    scalars = [post[name].values.mean() for name in ("intercept", "noise_variance")]
+    return np.concatenate([post["coef"].values.mean((0, 1)), scalars])
 
 
 def test_groups_netcdf_round_trip_and_summary(linear, tmp_path):
     reg, X, y = linear
     idata = reg.to_inference_data(X, y, random_state=0)
     assert idata.posterior["coef"].dims == ("chain", "draw", "feature")
-    assert idata.posterior["coef"].shape == (1, 128, 3)
+    assert idata.posterior["coef"].shape == (4, 32, 3)
     assert idata.posterior["coef"].coords["feature"].values.tolist() == ["x0", "x1", "x2"]
-    assert idata.posterior["intercept"].shape == (1, 128)
+    assert idata.posterior["intercept"].shape == (4, 32)
     assert idata.log_likelihood["y"].dims == ("chain", "draw", "observation")
-    assert idata.log_likelihood["y"].shape == (1, 128, 400)
+    assert idata.log_likelihood["y"].shape == (4, 32, 400)
     np.testing.assert_array_equal(idata.observed_data["y"].values, y)
     np.testing.assert_array_equal(idata.constant_data["X"].values, X)
     stats_ = idata.sample_stats
@@ -107,7 +109,9 @@ def test_resampled_draws_match_weighted_particles(linear):
         idata = reg.to_inference_data(random_state=seed)
         np.testing.assert_array_less(np.abs(_draw_means(idata) - mean) / sd, 0.25)
     more = reg.to_inference_data(n_draws=1000, random_state=0)
-    assert more.posterior["coef"].shape == (1, 1000, 3)
+    assert more.posterior["coef"].shape == (4, 250, 3)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        reg.to_inference_data(n_draws=1001)
     # The same random_state gives the same draws.
     a, b = (reg.to_inference_data(random_state=3).posterior["coef"].values for _ in range(2))
     np.testing.assert_array_equal(a, b)
@@ -171,8 +175,8 @@ def test_logistic_class_labels():
     assert idata.posterior["intercept"].dims == ("chain", "draw", "class")
     assert idata.observed_data["y"].values.tolist() == labels.tolist()
     # the pointwise log likelihood is the log probability of the observed class
-    ll = idata.log_likelihood["y"].values[0]
-    assert ll.shape == (16, 300)
+    ll = idata.log_likelihood["y"].values
+    assert ll.shape == (4, 4, 300)
     exact = clf.to_inference_data(X, labels, resample=False)
     W = exact.sample_stats["weight"].values[0]
     np.testing.assert_allclose(np.einsum("m,mkp->kp", W, exact.posterior["coef"].values[0]),
@@ -193,10 +197,10 @@ def test_mixture_weights_sum_to_one():
     post = idata.posterior
     assert post["weights"].dims == ("chain", "draw", "component")
     assert post["means"].dims == ("chain", "draw", "component", "feature")
-    assert post["variances"].shape == (1, 16, 2, 2)
+    assert post["variances"].shape == (4, 4, 2, 2)
     np.testing.assert_allclose(post["weights"].sum("component").values, 1.0, rtol=1e-12)
     assert (post["variances"].values > 0).all()
-    assert idata.log_likelihood["X"].shape == (1, 16, 300)
+    assert idata.log_likelihood["X"].shape == (4, 4, 300)
     np.testing.assert_array_equal(idata.observed_data["X"].values, X)
     assert "constant_data" not in _groups(idata)
     # the pointwise log likelihood sums to the estimator's log density
@@ -233,8 +237,8 @@ def test_user_model_theta_and_named_unpack():
     est = EvidenceModel(_Mean(), **CHEAP).fit(X)
     idata = est.to_inference_data(X, random_state=0)
     assert idata.posterior["theta"].dims == ("chain", "draw", "param")
-    assert idata.posterior["theta"].shape == (1, 16, 2)
-    assert idata.log_likelihood["X"].shape == (1, 16, 200)
+    assert idata.posterior["theta"].shape == (4, 4, 2)
+    assert idata.log_likelihood["X"].shape == (4, 4, 200)
     named = EvidenceModel(_NamedMean(), **CHEAP).fit(X).to_inference_data(resample=False)
     assert list(named.posterior.data_vars) == ["mu"]
     np.testing.assert_array_equal(named.posterior["mu"].values[0], est.particles_)
@@ -300,3 +304,37 @@ def test_dataframe_feature_names_in_summary(diabetes_pipeline):
     assert idata.posterior["coef"].coords["feature"].values.tolist() == names
     summary = az.summary(idata, var_names=["coef"], kind="stats")
     assert list(summary.index) == [f"coef[{name}]" for name in names]
+
+
+def test_a_pipeline_exports_with_its_feature_names_and_summarises_cleanly(caplog):
+    # scikit-learn's diabetes in a StandardScaler pipeline, fitted on a frame:
+    # the coefficients carry the frame's column names, and az.summary raises
+    # no warning (ArviZ logs its shape check: two chains at least).
+    pd = pytest.importorskip("pandas")
+    from sklearn.datasets import load_diabetes
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    from skevidence import EvidenceSearch, to_inference_data
+    from skevidence.exceptions import EvidenceTieWarning
+
+    data = load_diabetes()
+    X = pd.DataFrame(data.data, columns=data.feature_names)
+    pipe = make_pipeline(StandardScaler(), EvidenceLinearRegression(**CHEAP)).fit(X, data.target)
+    idata = to_inference_data(pipe, X, data.target, random_state=0)
+    assert idata.posterior["coef"].coords["feature"].values.tolist() == data.feature_names
+    np.testing.assert_allclose(idata.constant_data["X"].values, pipe[0].transform(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = az.summary(idata)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "coef[age]" in summary.index and summary["r_hat"].notna().all()
+    # A search hands on its best candidate, a pipeline whose features are products.
+    search = EvidenceSearch(make_pipeline(PolynomialFeatures(include_bias=False),
+                                          EvidenceLinearRegression(**CHEAP)),
+                            {"polynomialfeatures__degree": [1, 2]})
+    with warnings.catch_warnings():  # (CHEAP settings may leave the two tied)
+        warnings.simplefilter("ignore", EvidenceTieWarning)
+        search.fit(X.iloc[:, :2], data.target)
+    names = to_inference_data(search).posterior["coef"].coords["feature"].values.tolist()
+    assert names[:2] == ["age", "sex"] and len(names) in (2, 5)
