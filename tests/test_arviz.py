@@ -79,7 +79,7 @@ def test_groups_netcdf_round_trip_and_summary(linear, tmp_path):
     path = tmp_path / "linear.nc"
     idata.to_netcdf(str(path))
     back = az.from_netcdf(str(path))
-    for group in ("posterior", "log_likelihood", "sample_stats", "observed_data",
+    for group in ("posterior", "prior", "log_likelihood", "sample_stats", "observed_data",
                   "constant_data"):
         assert back[group].equals(idata[group]), group
 
@@ -88,10 +88,36 @@ def test_groups_netcdf_round_trip_and_summary(linear, tmp_path):
                                    "noise_variance"]
 
 
-def test_without_data_only_posterior_and_stats(linear):
+def test_without_data_only_posterior_prior_and_stats(linear):
     reg, _, _ = linear
     idata = reg.to_inference_data(random_state=0)
-    assert _groups(idata) == {"posterior", "sample_stats"}
+    assert _groups(idata) == {"posterior", "prior", "sample_stats"}
+
+
+def test_prior_group_draws_from_the_stated_prior():
+    # 4000 draws: the coefficients' prior means and standard deviations
+    # (sigma g_j with sigma^2 ~ InvGamma(3, 3 s^2), so sd = g_j s sqrt(3 / 2),
+    # the t's with 6 dof) within 5 standard errors (the mean's about 0.016
+    # g_j s; the standard deviation's about 0.02 of it for a t_6).
+    X, y = paper_linear_data(200, seed=1, n_features=3)
+    mean, std = np.array([1.5, -2.0, 0.0]), np.array([0.3, 2.0, 1.0])
+    reg = EvidenceLinearRegression(**{**CHEAP, "n_particles": 64}, prior_mean=mean,
+                                   prior_std=std, intercept_prior_mean=0.5,
+                                   intercept_prior_std=4.0, noise_prior_shape=3.0,
+                                   noise_prior_scale=0.8).fit(X, y)
+    idata = reg.to_inference_data(n_draws=4000, random_state=0)
+    prior = idata.prior
+    assert prior["coef"].dims == ("chain", "draw", "feature")
+    assert prior["coef"].shape == (1, 4000, 3)
+    coef = prior["coef"].values[0]
+    sd = std * 0.8 * np.sqrt(1.5)
+    np.testing.assert_allclose(coef.mean(0), mean, atol=5 * 0.016 * sd.max())
+    np.testing.assert_allclose(coef.std(0) / sd, 1.0, atol=0.1)
+    assert prior["intercept"].values.mean() == pytest.approx(0.5, abs=5 * 0.016 * 4 * 0.98)
+    # E[1 / sigma^2] = 1 / s^2 under InvGamma(a, a s^2).
+    assert np.mean(1.0 / prior["noise_variance"].values) == pytest.approx(1 / 0.64, rel=0.05)
+    again = reg.to_inference_data(n_draws=4000, random_state=0)
+    np.testing.assert_array_equal(again.prior["coef"].values[0], coef)
 
 
 def test_resampled_draws_match_weighted_particles(linear):
