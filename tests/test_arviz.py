@@ -210,6 +210,17 @@ def test_logistic_class_labels():
                                log_p[:, np.arange(300), y], rtol=1e-6)
     with pytest.raises(ValueError, match="labels not in classes_"):
         clf.to_inference_data(X, np.where(labels == "cat", "dog", labels))
+    # The prior group: the same variables and labels, draws from the stated prior.
+    stated = EvidenceLogisticRegression(**CHEAP, prior_mean=[[5.0, 0.0], [0.0, 0.0],
+                                                             [0.0, -5.0]],
+                                        prior_std=0.01, intercept_prior_mean=[1.0, 2.0, 3.0])
+    prior = stated.fit(X, labels).to_inference_data(n_draws=200, random_state=0).prior
+    assert prior["coef"].dims == ("chain", "draw", "class", "feature")
+    assert prior["coef"].coords["class"].values.tolist() == ["ant", "bee", "cat"]
+    # prior_std 0.01: 200 draws' means within 0.01 of the stated means.
+    np.testing.assert_allclose(prior["coef"].values[0].mean(0), stated.prior_.prior_mean,
+                               atol=0.01)
+    np.testing.assert_allclose(prior["intercept"].values[0].mean(0), [1.0, 2.0, 3.0], atol=0.01)
 
 
 def test_mixture_weights_sum_to_one():
@@ -225,6 +236,10 @@ def test_mixture_weights_sum_to_one():
     assert idata.log_likelihood["X"].shape == (1, 16, 300)
     np.testing.assert_array_equal(idata.observed_data["X"].values, X)
     assert "constant_data" not in _groups(idata)
+    prior = idata.prior
+    assert prior["means"].dims == ("chain", "draw", "component", "feature")
+    np.testing.assert_allclose(prior["weights"].sum("component").values, 1.0, rtol=1e-12)
+    assert (prior["variances"].values > 0).all()
     # the pointwise log likelihood sums to the estimator's log density
     exact = gmm.to_inference_data(X, resample=False)
     np.testing.assert_allclose(exact.log_likelihood["X"].values[0, gmm._best_particle],
@@ -264,6 +279,8 @@ def test_user_model_theta_and_named_unpack():
     named = EvidenceModel(_NamedMean(), **CHEAP).fit(X).to_inference_data(resample=False)
     assert list(named.posterior.data_vars) == ["mu"]
     np.testing.assert_array_equal(named.posterior["mu"].values[0], est.particles_)
+    # The prior group comes from the user's sample_prior, named by its unpack.
+    assert list(named.prior.data_vars) == ["mu"] and named.prior["mu"].shape == (1, 16, 2)
 
 
 @pytest.fixture(scope="module")
