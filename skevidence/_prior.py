@@ -64,7 +64,8 @@ def _short(value):
     if isinstance(value, np.ndarray):
         return np.array2string(value, precision=6, separator=", ", threshold=12)
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return np.format_float_positional(value, precision=6, unique=True, trim="0") \
+            if 1e-4 <= abs(value) < 1e6 or value == 0 else f"{value:.6g}"
     return repr(value)
 
 
