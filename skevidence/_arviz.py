@@ -1,7 +1,7 @@
 """Export of a fitted estimator to ArviZ: the work behind ``to_inference_data``.
 
 ArviZ is an optional dependency. The groups with draws (``posterior``,
-``log_likelihood``) go through ``arviz.from_dict``, whose signature differs
+``prior``, ``log_likelihood``) go through ``arviz.from_dict``, whose signature differs
 between ArviZ 0.x (one keyword per group, returns ``InferenceData``) and 1.x
 (a dict of groups, returns an ``xarray.DataTree``); the groups without the
 ``(chain, draw)`` layout (``sample_stats`` with its per-chunk trace,
@@ -71,6 +71,18 @@ def _pointwise_log_likelihood(est, X, y):
                   for start in range(0, n, rows)]
     log_lik = _numpy(torch.cat(blocks, dim=1))
     return log_lik, X, est._observed_targets(y_checked)
+
+
+def _prior_draws(est, n_draws, random_state):
+    """``n_draws`` draws of the natural parameters from the prior the estimator used."""
+    # Seeded after the resampling's draws, so the posterior's are as without a prior group.
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    generator = torch.Generator(device=est.device).manual_seed(seed)
+    with torch_threads(), torch.no_grad():
+        theta = est._model.sample_prior(n_draws, generator, dtype=est._torch_dtype,
+                                        device=est.device)
+        params, _, _ = est._natural_parameters(theta)
+    return {name: _numpy(value)[None] for name, value in params.items()}
 
 
 def _numpy(value):
@@ -181,8 +193,11 @@ def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, rando
     theta = est._particles_tensor()
     with torch.no_grad():
         params, dims, coords = est._natural_parameters(theta)
-    # Natural parameters per particle, then per draw: [1 chain, draw, ...]
-    groups = {"posterior": {name: in_chains(_numpy(value)) for name, value in params.items()}}
+    # Natural parameters per particle, then per draw: [chain, draw, ...]
+    prior = _prior_draws(est, index.shape[0], random_state)
+    groups = {"posterior": {name: in_chains(_numpy(value)) for name, value in params.items()},
+              "prior": {name: value.reshape(n_chains, -1, *value.shape[2:])
+                        for name, value in prior.items()}}
     dims, coords = dict(dims), dict(coords)
     if feature_names is not None:
         feature_names = [str(name) for name in feature_names]

@@ -66,6 +66,9 @@ class PosteriorMixin:
           :class:`EvidenceModel`, ``theta`` (``param``) or the arrays of a
           dict returned by the model's ``unpack(theta)``. Features are
           labelled by ``feature_names_in_``, else ``x0, x1, ...``.
+        * ``prior``: as many draws from the prior the estimator used
+          (``prior_``, data-scaled values resolved), of the same
+          variables, dimensions and coordinates as ``posterior``.
         * ``sample_stats``: ``log_marginal_likelihood`` and
           ``log_marginal_likelihood_std`` per chunk (dimension ``chunk``,
           coordinate ``n_seen``), as PyMC's ``sample_smc`` records one per
@@ -106,7 +109,8 @@ class PosteriorMixin:
             ``sample_stats["weight"]``; ArviZ's functions ignore the
             weights, so use them for weighted summaries of your own.
         random_state : int, RandomState instance or None, default=None
-            Seeds the resampling; the same value gives the same draws.
+            Seeds the resampling and the prior's draws; the same value gives
+            the same draws.
 
         Returns
         -------

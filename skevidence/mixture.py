@@ -13,6 +13,7 @@ from ._arviz import feature_coords
 from ._base import BaseEvidenceEstimator, store_init_params
 from ._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, method_doc,
                           shared_params_doc, warmup_doc)
+from ._prior import PriorRecord
 from ._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from .models import GaussianMixtureModel
 
@@ -72,6 +73,10 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         from the first batch).
     variance_scale_ : ndarray of shape (n_features,)
         Inverse-gamma scale of the variances, per feature, as used.
+    prior_ : PriorRecord
+        The whole prior in use, resolved: ``weight_concentration``,
+        ``variance_shape``, ``variance_scale`` and ``mean_prior`` (per
+        feature) and ``mean_variance_factor``.
     log_evidence_ : float
         Estimate of ``log p(X)`` for all data seen so far.
 {TRUST_ATTRIBUTES_DOC}
@@ -188,6 +193,15 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         super()._set_fitted_attributes()
         self.mean_prior_ = self._model.mean_prior.copy()
         self.variance_scale_ = self._model.variance_scale.copy()
+        model = self._model
+        self.prior_ = PriorRecord(
+            "weights ~ Dirichlet(weight_concentration);\n"
+            "    variances[k, j] ~ InvGamma(variance_shape, variance_scale[j]);\n"
+            "    means[k, j] | variances ~ N(mean_prior[j], "
+            "mean_variance_factor * variances[k, j])",
+            weight_concentration=model.weight_concentration,
+            variance_shape=model.variance_shape, variance_scale=model.variance_scale,
+            mean_prior=model.mean_prior, mean_variance_factor=model.mean_variance_factor)
         best = int(np.argmax(self.particle_weights_))
         self._best_particle = best
         theta = self._particles_tensor()[best : best + 1]

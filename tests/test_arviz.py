@@ -81,7 +81,7 @@ def test_groups_netcdf_round_trip_and_summary(linear, tmp_path):
     path = tmp_path / "linear.nc"
     idata.to_netcdf(str(path))
     back = az.from_netcdf(str(path))
-    for group in ("posterior", "log_likelihood", "sample_stats", "observed_data",
+    for group in ("posterior", "prior", "log_likelihood", "sample_stats", "observed_data",
                   "constant_data"):
         assert back[group].equals(idata[group]), group
 
@@ -90,10 +90,36 @@ def test_groups_netcdf_round_trip_and_summary(linear, tmp_path):
                                    "noise_variance"]
 
 
-def test_without_data_only_posterior_and_stats(linear):
+def test_without_data_only_posterior_prior_and_stats(linear):
     reg, _, _ = linear
     idata = reg.to_inference_data(random_state=0)
-    assert _groups(idata) == {"posterior", "sample_stats"}
+    assert _groups(idata) == {"posterior", "prior", "sample_stats"}
+
+
+def test_prior_group_draws_from_the_stated_prior():
+    # 4000 draws: the coefficients' prior means and standard deviations
+    # (sigma g_j with sigma^2 ~ InvGamma(3, 3 s^2), so sd = g_j s sqrt(3 / 2),
+    # the t's with 6 dof) within 5 standard errors (the mean's about 0.016
+    # g_j s; the standard deviation's about 0.02 of it for a t_6).
+    X, y = paper_linear_data(200, seed=1, n_features=3)
+    mean, std = np.array([1.5, -2.0, 0.0]), np.array([0.3, 2.0, 1.0])
+    reg = EvidenceLinearRegression(**{**CHEAP, "n_particles": 64}, prior_mean=mean,
+                                   prior_std=std, intercept_prior_mean=0.5,
+                                   intercept_prior_std=4.0, noise_prior_shape=3.0,
+                                   noise_prior_scale=0.8).fit(X, y)
+    idata = reg.to_inference_data(n_draws=4000, random_state=0)
+    prior = idata.prior
+    assert prior["coef"].dims == ("chain", "draw", "feature")
+    assert prior["coef"].shape == (4, 1000, 3)
+    coef = prior["coef"].values.reshape(4000, 3)
+    sd = std * 0.8 * np.sqrt(1.5)
+    np.testing.assert_allclose(coef.mean(0), mean, atol=5 * 0.016 * sd.max())
+    np.testing.assert_allclose(coef.std(0) / sd, 1.0, atol=0.1)
+    assert prior["intercept"].values.mean() == pytest.approx(0.5, abs=5 * 0.016 * 4 * 0.98)
+    # E[1 / sigma^2] = 1 / s^2 under InvGamma(a, a s^2).
+    assert np.mean(1.0 / prior["noise_variance"].values) == pytest.approx(1 / 0.64, rel=0.05)
+    again = reg.to_inference_data(n_draws=4000, random_state=0)
+    np.testing.assert_array_equal(again.prior["coef"].values.reshape(4000, 3), coef)
 
 
 def test_resampled_draws_match_weighted_particles(linear):
@@ -188,6 +214,18 @@ def test_logistic_class_labels():
                                log_p[:, np.arange(300), y], rtol=1e-6)
     with pytest.raises(ValueError, match="labels not in classes_"):
         clf.to_inference_data(X, np.where(labels == "cat", "dog", labels))
+    # The prior group: the same variables and labels, draws from the stated prior.
+    stated = EvidenceLogisticRegression(**CHEAP, prior_mean=[[5.0, 0.0], [0.0, 0.0],
+                                                             [0.0, -5.0]],
+                                        prior_std=0.01, intercept_prior_mean=[1.0, 2.0, 3.0])
+    prior = stated.fit(X, labels).to_inference_data(n_draws=200, random_state=0).prior
+    assert prior["coef"].dims == ("chain", "draw", "class", "feature")
+    assert prior["coef"].coords["class"].values.tolist() == ["ant", "bee", "cat"]
+    # prior_std 0.01: 200 draws' means within 0.01 of the stated means.
+    np.testing.assert_allclose(prior["coef"].values.mean((0, 1)), stated.prior_.prior_mean,
+                               atol=0.01)
+    np.testing.assert_allclose(prior["intercept"].values.mean((0, 1)), [1.0, 2.0, 3.0],
+                               atol=0.01)
 
 
 def test_mixture_weights_sum_to_one():
@@ -203,6 +241,10 @@ def test_mixture_weights_sum_to_one():
     assert idata.log_likelihood["X"].shape == (4, 4, 300)
     np.testing.assert_array_equal(idata.observed_data["X"].values, X)
     assert "constant_data" not in _groups(idata)
+    prior = idata.prior
+    assert prior["means"].dims == ("chain", "draw", "component", "feature")
+    np.testing.assert_allclose(prior["weights"].sum("component").values, 1.0, rtol=1e-12)
+    assert (prior["variances"].values > 0).all()
     # the pointwise log likelihood sums to the estimator's log density
     exact = gmm.to_inference_data(X, resample=False)
     np.testing.assert_allclose(exact.log_likelihood["X"].values[0, gmm._best_particle],
@@ -242,6 +284,8 @@ def test_user_model_theta_and_named_unpack():
     named = EvidenceModel(_NamedMean(), **CHEAP).fit(X).to_inference_data(resample=False)
     assert list(named.posterior.data_vars) == ["mu"]
     np.testing.assert_array_equal(named.posterior["mu"].values[0], est.particles_)
+    # The prior group comes from the user's sample_prior, named by its unpack.
+    assert list(named.prior.data_vars) == ["mu"] and named.prior["mu"].shape == (1, 16, 2)
 
 
 @pytest.fixture(scope="module")

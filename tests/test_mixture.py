@@ -149,6 +149,13 @@ def test_default_priors_follow_the_first_batch_and_stay_frozen():
                         variance_scale=1.0, random_state=0).fit(X)
     np.testing.assert_array_equal(paper.mean_prior_, [0.0, 0.0])
     np.testing.assert_array_equal(paper.variance_scale_, [1.0, 1.0])
+    # prior_ states the whole prior, the data-scaled values resolved.
+    assert set(paper.prior_) == {"weight_concentration", "variance_shape", "variance_scale",
+                                 "mean_prior", "mean_variance_factor"}
+    np.testing.assert_array_equal(est.prior_.variance_scale, est.variance_scale_)
+    np.testing.assert_array_equal(est.prior_["mean_prior"], est.mean_prior_)
+    assert paper.prior_.mean_variance_factor == 4.0
+    assert "Dirichlet" in repr(paper.prior_) and "variance_scale" in repr(paper.prior_)
     # exact_log_evidence uses the frozen priors of a fitted estimator.
     one = EvidenceGMM(n_components=1, n_particles=16, n_burnin=2, random_state=0).fit(X[:300])
     model = GaussianMixtureModel(2, 1, mean_prior=X[:300].mean(0),

@@ -9,8 +9,10 @@ from sklearn.utils.validation import validate_data
 from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator, store_init_params
 from .._docstrings import TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, shared_params_doc
+from .._prior import PriorRecord, prior_array
 from .._validation import FINITE, POSITIVE_FINITE
 from ..models import LinearRegressionModel
+from ..models.linear import NOISE_PRIOR_SHAPE
 
 __all__ = ["EvidenceLinearRegression"]
 
@@ -34,14 +36,18 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     The model is ``y = X @ coef + intercept + eps``, ``eps ~ N(0, sigma^2)``,
     with the conjugate (Normal-Inverse-Gamma) prior
 
-    * ``coef_j | sigma^2 ~ N(0, sigma^2 prior_std^2)``: coefficients in units
-      of the noise; on standardised features ``prior_std=1`` is the
-      unit-information prior (worth one observation);
-    * ``intercept | sigma^2 ~ N(m, sigma^2 prior_std^2)``, ``m`` the mean of
-      ``y`` over the first chunk;
-    * ``sigma^2 ~ InvGamma(1, s^2)``, ``s`` one tenth of the standard
-      deviation of ``y`` over the first chunk (``noise_std=None``, the
-      default), or ``sigma = noise_std`` known.
+    * ``coef_j | sigma^2 ~ N(prior_mean_j, sigma^2 prior_std_j^2)``:
+      coefficients in units of the noise; on standardised features
+      ``prior_std=1`` is the unit-information prior (worth one observation);
+    * ``intercept | sigma^2 ~ N(m, sigma^2 intercept_prior_std^2)``, ``m``
+      the mean of ``y`` over the first chunk unless ``intercept_prior_mean``
+      is given;
+    * ``sigma^2 ~ InvGamma(a, a s^2)`` (density ``(a s^2)^a / Gamma(a)
+      sigma^(-2 (a + 1)) exp(-a s^2 / sigma^2)``, so ``E[1 / sigma^2] = 1 /
+      s^2``), ``a = noise_prior_shape`` and ``s = noise_prior_scale``,
+      by default one tenth of the standard deviation of ``y`` over the
+      first chunk (``noise_std=None``, the default); or ``sigma =
+      noise_std`` known.
 
     The first chunk is the first ``batch_size`` observations of the first
     ``fit`` / ``partial_fit`` call; ``m`` and ``s`` are then frozen
@@ -62,9 +68,16 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     ----------
     fit_intercept : bool, default=True
         Whether to fit an intercept.
-    prior_std : float, default=1.0
-        Prior standard deviation of the coefficients and the intercept, in
-        units of the noise standard deviation.
+    prior_mean : float or array-like of shape (n_features,), default=0.0
+        Prior mean of the coefficients: one number for all, or one per
+        feature.
+    prior_std : float or array-like of shape (n_features,), default=1.0
+        Prior standard deviation of the coefficients, in units of the noise
+        standard deviation: one number for all, or one per feature.
+    intercept_prior_std : float or None, default=None
+        Prior standard deviation of the intercept, in units of the noise
+        standard deviation; ``None`` takes ``prior_std`` (which must then be
+        one number).
     noise_std : float or None, default=None
         ``None``: the noise variance is unknown, with the inverse-gamma
         prior above, and integrated out. A number: the known noise standard
@@ -73,8 +86,12 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     intercept_prior_mean : float or None, default=None
         Prior mean of the intercept; ``None`` takes the mean of ``y`` over
         the first chunk.
+    noise_prior_shape : float, default=1.0
+        Shape ``a`` of the noise prior ``InvGamma(a, a s^2)``; ``2 a`` is
+        the degrees of freedom of the evidence's multivariate t. Unused with
+        known noise.
     noise_prior_scale : float or None, default=None
-        Scale ``s`` of the noise prior ``InvGamma(1, s^2)``
+        Scale ``s`` of the noise prior ``InvGamma(a, a s^2)``
         (``E[1 / sigma^2] = 1 / s^2``); ``None`` takes 0.1 times the
         standard deviation of ``y`` over the first chunk (its root mean
         square without an intercept). Unused with known noise.
@@ -95,6 +112,11 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         The intercept's prior mean in use (0 when ``fit_intercept=False``).
     noise_prior_scale_ : float or None
         The noise prior's scale ``s`` in use (None with known noise).
+    prior_ : PriorRecord
+        The whole prior in use, resolved: ``prior_mean`` and ``prior_std``
+        per feature, ``intercept_prior_mean`` and ``intercept_prior_std``
+        (with ``fit_intercept``), and ``noise_prior_shape`` with
+        ``noise_prior_scale``, or ``noise_std`` when the noise is known.
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``[coef, intercept, log sigma^2]`` (the
         intercept without ``fit_intercept``, ``log sigma^2`` with known
@@ -103,6 +125,13 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     Notes
     -----
+    Per-feature ``prior_mean`` and ``prior_std`` are checked at ``fit``
+    against the number of features (finite; positive scales) before
+    anything changes. A textbook natural conjugate prior ``beta | h ~
+    N(beta_0, V_0 / h)``, ``h ~ Gamma(nu_0 / 2, rate=nu_0 s_0^2 / 2)`` with
+    diagonal ``V_0`` is ``prior_mean=beta_0``, ``prior_std=sqrt(diag V_0)``,
+    ``noise_prior_shape=nu_0 / 2`` and ``noise_prior_scale=s_0``.
+
     SGAIS samples ``[coef, intercept, log sigma^2]``; every setting of the
     engine is equivariant under ``y -> a y + c``, so the annealing path and
     the cost do not depend on the units of ``y`` either.
@@ -159,15 +188,20 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     _parameter_constraints = {
         **BaseEvidenceEstimator._parameter_constraints,
         "fit_intercept": ["boolean"],
-        "prior_std": [POSITIVE_FINITE],
+        # Numbers are checked here; arrays at fit, against n_features_in_.
+        "prior_mean": [FINITE, "array-like"],
+        "prior_std": [POSITIVE_FINITE, "array-like"],
         "noise_std": [POSITIVE_FINITE, None],
         "intercept_prior_mean": [FINITE, None],
+        "intercept_prior_std": [POSITIVE_FINITE, None],
+        "noise_prior_shape": [POSITIVE_FINITE],
         "noise_prior_scale": [POSITIVE_FINITE, None],
     }
 
     def __init__(
-        self, *, fit_intercept=True, prior_std=1.0, noise_std=None, intercept_prior_mean=None,
-        noise_prior_scale=None,
+        self, *, fit_intercept=True, prior_mean=0.0, prior_std=1.0, noise_std=None,
+        intercept_prior_mean=None, intercept_prior_std=None,
+        noise_prior_shape=NOISE_PRIOR_SHAPE, noise_prior_scale=None,
         n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
@@ -192,12 +226,29 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             scale = _NOISE_PRIOR_FRACTION * spread
         return float(mean), scale
 
+    def _coef_prior(self, n_features):
+        """``(prior_mean, prior_std, intercept_prior_std)`` checked against ``n_features``."""
+        mean = prior_array(self.prior_mean, "prior_mean", (n_features,))
+        std = prior_array(self.prior_std, "prior_std", (n_features,), positive=True)
+        intercept_std = self.intercept_prior_std
+        if intercept_std is None and self.fit_intercept:
+            if np.ndim(self.prior_std) != 0:
+                raise ValueError("prior_std has one value per feature: state the intercept's "
+                                 "with intercept_prior_std")
+            intercept_std = float(self.prior_std)
+        # A scalar stays a scalar, so the isotropic prior keeps its arithmetic.
+        return (mean, self.prior_std if np.ndim(self.prior_std) == 0 else std,
+                None if intercept_std is None else float(intercept_std))
+
     def _make_model(self, X, y, priors=None):
+        coef_mean, coef_std, intercept_std = self._coef_prior(X.shape[1])
         mean, scale = self._data_priors(y) if priors is None else priors
         return LinearRegressionModel(
-            X.shape[1], self.fit_intercept, self.prior_std, self.noise_std,
+            X.shape[1], self.fit_intercept, coef_std, self.noise_std,
             intercept_prior_mean=mean,
             noise_prior_scale=1.0 if scale is None else scale,
+            prior_mean=coef_mean, intercept_prior_std=intercept_std,
+            noise_prior_shape=self.noise_prior_shape,
         )
 
     def _validate_training_data(self, X, y, reset):
@@ -211,6 +262,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         model = self._model
         self.intercept_prior_mean_ = model.intercept_prior_mean
         self.noise_prior_scale_ = model.noise_prior_scale if model.unknown_noise else None
+        self.prior_ = _prior_record(model)
         # The engine's particles are in the prior's units; report natural ones.
         self.particles_ = model.natural(self._particles_tensor()).cpu().numpy()
         mean = self.particle_weights_ @ self.particles_[:, : model.n_coef]
@@ -266,6 +318,10 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             params["noise_variance"] = log_var.exp()
         return params, {"coef": ["feature"]}, {"feature": feature_coords(self)}
 
+    def _prior_draws(self, n, generator):
+        """``n`` draws of the engine's parameters from the prior, float64 on the CPU."""
+        return self._model.sample_prior(n, generator)
+
     def exact_log_evidence(self, X, y):
         """Closed-form ``log p(y | X)`` under this estimator's prior.
 
@@ -299,3 +355,26 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         # torch.tensor copies: check_X_y may hand back a read-only view (a
         # pandas Series's values), which torch.as_tensor warns about.
         return model.exact_log_evidence((torch.tensor(X), torch.tensor(y)))
+        
+
+def _prior_record(model):
+    """The model's prior, resolved, as a :class:`PriorRecord`."""
+    p = model.n_features
+    std = model.coef_prior_std
+    values = {"prior_mean": model.prior_mean.copy(), "prior_std": std[:p].copy()}
+    coef = "coef_j | sigma^2 ~ N(prior_mean_j, sigma^2 prior_std_j^2)"
+    parts = [coef]
+    if model.fit_intercept:
+        values["intercept_prior_mean"] = model.intercept_prior_mean
+        values["intercept_prior_std"] = float(std[p])
+        parts.append("intercept | sigma^2 ~ N(intercept_prior_mean, "
+                     "sigma^2 intercept_prior_std^2)")
+    if model.unknown_noise:
+        values["noise_prior_shape"] = model.noise_prior_shape
+        values["noise_prior_scale"] = model.noise_prior_scale
+        parts.append("sigma^2 ~ InvGamma(noise_prior_shape, "
+                     "noise_prior_shape * noise_prior_scale^2)")
+    else:
+        values["noise_std"] = model.noise_std
+        parts.append("sigma = noise_std")
+    return PriorRecord(";\n    ".join(parts), **values)

@@ -13,7 +13,8 @@ from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator, store_init_params
 from .._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, method_doc,
                            shared_params_doc, warmup_doc)
-from .._validation import POSITIVE_FINITE, normalize_proba
+from .._prior import PriorRecord, prior_array
+from .._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
 
 __all__ = ["EvidenceLogisticRegression"]
@@ -104,8 +105,10 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
 
     The model is ``p(y = k | x) = softmax_k(W x + b)`` where every class
     ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``, all with
-    independent ``N(0, prior_std^2)`` priors (Cameron, Eggers & Kroon 2019,
-    Appendix B.2). The parameterisation is kept as in the paper although it
+    independent Gaussian priors, ``W[k, j] ~ N(prior_mean[k, j],
+    prior_std[k, j]^2)`` and ``b[k] ~ N(intercept_prior_mean[k],
+    intercept_prior_std[k]^2)``; by default ``N(0, 1)`` for all, the model of
+    Cameron, Eggers & Kroon (2019, Appendix B.2). The parameterisation is kept as in the paper although it
     is redundant: the evidence belongs to this model, so two classes have
     ``2 (n_features + 1)`` parameters. Predictions are the posterior
     predictive (:ref:`estimators`). The prior is per unit of feature, so
@@ -115,9 +118,20 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     Parameters
     ----------
     fit_intercept : bool, default=True
-        Whether every class has a bias (with the same prior as the weights).
-    prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior on every weight and bias.
+        Whether every class has a bias.
+    prior_mean : float or array-like of shape (n_features,) or (n_classes, n_features), \
+default=0.0
+        Prior mean of the weights: one for all, one per feature (every
+        class alike), or one per class and feature (rows in the order of
+        ``classes_``; two classes have two rows).
+    prior_std : float or array-like of shape (n_features,) or (n_classes, n_features), \
+default=1.0
+        Prior standard deviation of the weights, shaped as ``prior_mean``.
+    intercept_prior_mean : float or array-like of shape (n_classes,), default=0.0
+        Prior mean of the biases: one for all, or one per class.
+    intercept_prior_std : float, array-like of shape (n_classes,) or None, default=None
+        Prior standard deviation of the biases; ``None`` takes
+        ``prior_std`` (which must then be one number).
 {shared_params_doc(learning_rate=0.1, warmup=warmup_doc(single_precision=True),
                    dtype="float32", dtype_why=_SINGLE_PRECISION_WHY)}
 
@@ -134,6 +148,11 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         Posterior mean of the biases (zeros when ``fit_intercept=False``).
     particles_ : ndarray of shape (n_particles, n_params)
         Posterior particles ``[coef.ravel(), intercept]``.
+    prior_ : PriorRecord
+        The prior in use, resolved: ``prior_mean`` and ``prior_std`` of shape
+        ``(n_classes, n_features)``, and with ``fit_intercept``
+        ``intercept_prior_mean`` and ``intercept_prior_std`` of shape
+        ``(n_classes,)``.
 {WEIGHTS_ATTRIBUTES_DOC}
 
     See Also
@@ -180,7 +199,11 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     _parameter_constraints = {
         **BaseEvidenceEstimator._parameter_constraints,
         "fit_intercept": ["boolean"],
-        "prior_std": [POSITIVE_FINITE],
+        # Numbers are checked here; arrays at fit, against the features and classes.
+        "prior_mean": [FINITE, "array-like"],
+        "prior_std": [POSITIVE_FINITE, "array-like"],
+        "intercept_prior_mean": [FINITE, "array-like"],
+        "intercept_prior_std": [POSITIVE_FINITE, "array-like", None],
     }
 
     # The exact warm-up runs in single precision also with dtype="float64": its
@@ -191,7 +214,8 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
     _engine_defaults = {"warmup_dtype": "float32", "chunk_growth": 1 / 16}
 
     def __init__(
-        self, *, fit_intercept=True, prior_std=1.0,
+        self, *, fit_intercept=True, prior_mean=0.0, prior_std=1.0, intercept_prior_mean=0.0,
+        intercept_prior_std=None,
         n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float32", random_state=None, verbose=0,
@@ -200,8 +224,22 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         store_init_params(self, locals())
 
     def _make_model(self, X, y):
-        return LogisticRegressionModel(X.shape[1], len(self.classes_), self.fit_intercept,
-                                       self.prior_std)
+        K, p = len(self.classes_), X.shape[1]
+        mean = prior_array(self.prior_mean, "prior_mean", (K, p))
+        std = prior_array(self.prior_std, "prior_std", (K, p), positive=True)
+        intercept_mean = prior_array(self.intercept_prior_mean, "intercept_prior_mean", (K,))
+        intercept_std = self.intercept_prior_std
+        if intercept_std is None and self.fit_intercept and np.ndim(self.prior_std) != 0:
+            raise ValueError("prior_std is an array: state the biases' with "
+                             "intercept_prior_std")
+        if intercept_std is not None:
+            intercept_std = prior_array(intercept_std, "intercept_prior_std", (K,),
+                                        positive=True)
+        # A number stays a number, so the default prior keeps its arithmetic.
+        return LogisticRegressionModel(
+            p, K, self.fit_intercept, self.prior_std if np.ndim(self.prior_std) == 0 else std,
+            prior_mean=mean, intercept_prior_mean=intercept_mean,
+            intercept_prior_std=intercept_std)
 
     def _validate_training_data(self, X, y, reset, classes=None):
         """Check ``X, y`` and encode the labels as indices into ``classes_``.
@@ -276,6 +314,7 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         K, p = len(self.classes_), self.n_features_in_
         self.coef_ = mean[: K * p].reshape(K, p)
         self.intercept_ = mean[K * p :] if self.fit_intercept else np.zeros(K)
+        self.prior_ = _prior_record(self._model)
 
     def _natural_parameters(self, theta):
         W, b = self._model.unpack(theta)
@@ -365,3 +404,17 @@ class EvidenceLogisticRegression(ClassifierMixin, BaseEvidenceEstimator):
         """
         log_proba = self.predict_log_proba(X)  # checks fitted before classes_ is read
         return self.classes_[np.argmax(log_proba, axis=1)]
+
+
+def _prior_record(model):
+    """The model's prior, resolved, as a :class:`PriorRecord`."""
+    K, p, n = model.n_classes, model.n_features, model.n_params
+    mean = np.zeros(n) if model.prior_mean is None else model.prior_mean
+    std = np.broadcast_to(np.asarray(model.prior_std, dtype=np.float64), (n,))
+    values = {"prior_mean": mean[: K * p].reshape(K, p), "prior_std": std[: K * p].reshape(K, p)}
+    density = "coef[k, j] ~ N(prior_mean[k, j], prior_std[k, j]^2)"
+    if model.fit_intercept:
+        values["intercept_prior_mean"] = mean[K * p :].copy()
+        values["intercept_prior_std"] = std[K * p :].copy()
+        density += ";\n    intercept[k] ~ N(intercept_prior_mean[k], intercept_prior_std[k]^2)"
+    return PriorRecord(density + ", all independent", **values)

@@ -446,25 +446,56 @@ class Model:
 
 
 class GaussianPriorModel(Model):
-    """A model whose ``n_params`` parameters are i.i.d. ``N(0, prior_std^2)`` a priori.
+    """A model whose ``n_params`` parameters are independent Gaussians a priori.
 
-    Subclasses set ``n_params`` and ``prior_std`` and implement the likelihood.
+    ``theta_i ~ N(prior_mean_i, prior_std_i^2)``. Subclasses set ``n_params``
+    and ``prior_std`` (a float: i.i.d. ``N(0, prior_std^2)``, the default),
+    or ``prior_std`` and ``prior_mean`` as arrays of shape ``(n_params,)``,
+    and implement the likelihood.
     """
 
     prior_std: float
+    prior_mean = None
+
+    def _isotropic(self):
+        return self.prior_mean is None and not hasattr(self.prior_std, "shape")
+
+    def _prior_tensors(self, like):
+        """``(mean, std)`` as ``[n_params]`` tensors in ``like``'s dtype and device."""
+        cache = self.__dict__.setdefault("_prior_cache", {})
+        key = (like.dtype, like.device)
+        if key not in cache:
+            mean = 0.0 if self.prior_mean is None else self.prior_mean
+            shape = (self.n_params,)
+            cache[key] = tuple(torch.as_tensor(value, dtype=like.dtype, device=like.device)
+                               .expand(shape).clone() for value in (mean, self.prior_std))
+        return cache[key]
 
     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
         eps = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
-        return self.prior_std * eps
+        if self._isotropic():
+            return self.prior_std * eps
+        mean, std = self._prior_tensors(eps)
+        return mean + std * eps
 
     def log_prior(self, theta):
-        var = self.prior_std**2
-        return -0.5 * (theta.square().sum(1) / var
-                       + self.n_params * (math.log(2.0 * math.pi) + math.log(var)))
+        if self._isotropic():
+            var = self.prior_std**2
+            return -0.5 * (theta.square().sum(1) / var
+                           + self.n_params * (math.log(2.0 * math.pi) + math.log(var)))
+        mean, std = self._prior_tensors(theta)
+        return -0.5 * (((theta - mean) / std).square().sum(1)
+                       + self.n_params * math.log(2.0 * math.pi)
+                       + 2.0 * torch.log(std).sum())
 
     def grad_log_prior(self, theta):
-        return -theta / self.prior_std**2
+        if self._isotropic():
+            return -theta / self.prior_std**2
+        mean, std = self._prior_tensors(theta)
+        return -(theta - mean) / std.square()
 
     def prior_precision(self, theta):
-        eye = torch.eye(self.n_params, dtype=theta.dtype, device=theta.device)
-        return eye / self.prior_std**2
+        if self._isotropic():
+            eye = torch.eye(self.n_params, dtype=theta.dtype, device=theta.device)
+            return eye / self.prior_std**2
+        return torch.diag(self._prior_tensors(theta)[1].square().reciprocal())

@@ -2,13 +2,14 @@
 
 import math
 
+import numpy as np
 import torch
 
 from .base import Model, PreparedBatch
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
-# Shape of the inverse-gamma prior of the noise variance. 1 keeps the prior
+# Default shape of the inverse-gamma prior of the noise variance. 1 keeps the prior
 # compact in log sigma^2 (a right tail ~ 1 / sigma^2 in that coordinate, so
 # prior draws stay within a few units of the scale) while its left tail
 # covers noise variances down to about a tenth of noise_prior_scale^2.
@@ -21,12 +22,13 @@ class LinearRegressionModel(Model):
     """``y = x @ w + b + eps``, ``eps ~ N(0, sigma^2)``, conjugate Gaussian prior.
 
     ``beta = [w (n_features), b]`` (``w`` alone without an intercept) has the
-    prior ``N(mu, sigma^2 prior_std^2 I)``, ``mu = [0, ..., 0,
-    intercept_prior_mean]``. With ``noise_std`` a number, ``sigma`` is that
-    known value and ``theta = beta``; with ``noise_std=None`` the noise
-    variance is unknown, ``sigma^2 ~ InvGamma(1, noise_prior_scale^2)``, and
-    ``theta = [beta, log sigma^2]`` (unconstrained; the log prior includes
-    the Jacobian).
+    prior ``N(mu, sigma^2 diag(g^2))``, ``mu = [prior_mean,
+    intercept_prior_mean]``, ``g = [prior_std, intercept_prior_std]``. With
+    ``noise_std`` a number, ``sigma`` is that known value and ``theta =
+    beta``; with ``noise_std=None`` the noise variance is unknown,
+    ``sigma^2 ~ InvGamma(a, a noise_prior_scale^2)`` with ``a =
+    noise_prior_shape``, and ``theta = [beta, log sigma^2]`` (unconstrained;
+    the log prior includes the Jacobian).
 
     ``noise_std=1, prior_std=1, intercept_prior_mean=0`` is the paper's model.
 
@@ -44,8 +46,8 @@ class LinearRegressionModel(Model):
         Number of input features.
     fit_intercept : bool, default=True
         Whether the model has a bias term ``b``.
-    prior_std : float, default=1.0
-        Prior standard deviation of every coefficient, in units of the noise
+    prior_std : float or array-like of shape (n_features,), default=1.0
+        Prior standard deviation of the coefficients, in units of the noise
         standard deviation.
     noise_std : float or None, default=1.0
         Known standard deviation of the observation noise, or ``None`` for
@@ -53,24 +55,53 @@ class LinearRegressionModel(Model):
     intercept_prior_mean : float, default=0.0
         Prior mean of the intercept.
     noise_prior_scale : float, default=1.0
-        Scale ``s`` of the inverse-gamma prior ``InvGamma(1, s^2)`` of the
+        Scale ``s`` of the inverse-gamma prior ``InvGamma(a, a s^2)`` of the
         noise variance (``E[1 / sigma^2] = 1 / s^2``); unused with known noise.
+    prior_mean : float or array-like of shape (n_features,), default=0.0
+        Prior mean of the coefficients.
+    intercept_prior_std : float or None, default=None
+        Prior standard deviation of the intercept in units of the noise;
+        ``None`` takes ``prior_std`` (a number then).
+    noise_prior_shape : float, default=1.0
+        Shape ``a`` of the noise variance's inverse-gamma prior.
     """
 
     # Gaussian given the noise, normal-inverse-gamma with it: one mode.
     unimodal = True
 
     def __init__(self, n_features, fit_intercept=True, prior_std=1.0, noise_std=1.0,
-                 intercept_prior_mean=0.0, noise_prior_scale=1.0):
+                 intercept_prior_mean=0.0, noise_prior_scale=1.0, prior_mean=0.0,
+                 intercept_prior_std=None, noise_prior_shape=NOISE_PRIOR_SHAPE):
         self.n_features = int(n_features)
         self.fit_intercept = bool(fit_intercept)
-        self.prior_std = float(prior_std)
         self.noise_std = None if noise_std is None else float(noise_std)
         self.intercept_prior_mean = float(intercept_prior_mean)
         self.noise_prior_scale = float(noise_prior_scale)
+        self.noise_prior_shape = float(noise_prior_shape)
         self.n_coef = self.n_features + int(self.fit_intercept)
         self.n_params = self.n_coef + int(self.unknown_noise)
         self._unit_scale = self.noise_prior_scale if self.unknown_noise else self.noise_std
+        p = self.n_features
+        self.prior_mean = np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), (p,)).copy()
+        std = np.broadcast_to(np.asarray(prior_std, dtype=np.float64), (p,))
+        if self.fit_intercept:
+            if intercept_prior_std is None:
+                if np.ndim(prior_std) != 0:
+                    raise ValueError("intercept_prior_std must be given when prior_std has "
+                                     "one value per feature")
+                intercept_prior_std = prior_std
+            std = np.append(std, float(intercept_prior_std))
+        self.coef_prior_std = std.copy()  # one per coefficient, the intercept's last
+        # One scale for every coefficient keeps the scalar arithmetic (and its
+        # rounding) of the isotropic prior; per-coefficient scales broadcast.
+        if std.size and np.all(std == std[0]):
+            self.prior_std = float(std[0])
+            self._g2 = self.prior_std**2
+        else:
+            self.prior_std = std.copy()
+            self._g2 = None
+        self._log_det_g2 = float(np.sum(np.log(std**2)))
+        self._prior_cache = {}
 
     @property
     def unknown_noise(self):
@@ -86,9 +117,45 @@ class LinearRegressionModel(Model):
     def _prior_mean(self, like):
         """``mu``, shape ``[n_coef]``, dtype and device of ``like``."""
         mu = like.new_zeros(self.n_coef)
+        if np.any(self.prior_mean != 0.0):
+            mu[: self.n_features] = torch.as_tensor(self.prior_mean, dtype=like.dtype,
+                                                    device=like.device)
         if self.fit_intercept:
             mu[-1] = self.intercept_prior_mean
         return mu
+
+    def _var(self, like):
+        """``g^2``: a float when isotropic, else ``[n_coef]`` in ``like``'s dtype and device."""
+        if self._g2 is not None:
+            return self._g2
+        key = (like.dtype, like.device)
+        if key not in self._prior_cache:
+            self._prior_cache[key] = torch.as_tensor(self.coef_prior_std**2, dtype=like.dtype,
+                                                     device=like.device)
+        return self._prior_cache[key]
+
+    def _std(self, like):
+        """``g``: a float when isotropic, else ``[n_coef]``."""
+        g2 = self._var(like)
+        return self.prior_std if self._g2 is not None else g2.sqrt()
+
+    def _scaled_sq(self, z, like=None):
+        """``sum_j z_j^2 / g_j^2`` over the last axis."""
+        g2 = self._var(z if like is None else like)
+        if self._g2 is not None:
+            return z.square().sum(-1) / g2
+        return (z.square() / g2).sum(-1)
+
+    def _prior_norm(self):
+        """``c log(2 pi) + sum_j log g_j^2``, the Gaussian prior's normaliser."""
+        if self._g2 is not None:
+            return self.n_coef * (_LOG_2PI + math.log(self._g2))
+        return self.n_coef * _LOG_2PI + self._log_det_g2
+
+    def _noise_prior_const(self):
+        """``a log a - log Gamma(a)``: the log normaliser of ``InvGamma(a, a)``."""
+        a = self.noise_prior_shape
+        return a * math.log(a) - math.lgamma(a)
 
     def _split(self, theta):
         """Natural coefficients ``beta [M, n_coef]`` and ``log sigma^2 [M]`` of ``theta``."""
@@ -124,42 +191,50 @@ class LinearRegressionModel(Model):
     # -- prior ----------------------------------------------------------------
 
     # In the sampler's units (z = (beta - mu) / s, t = log sigma^2 - 2 log s)
-    # the prior no longer depends on mu and s: z | t ~ N(0, e^t prior_std^2 I)
-    # and, with unknown noise, e^t ~ InvGamma(a, 1); with known noise t = 0.
+    # the prior no longer depends on mu and s: z | t ~ N(0, e^t diag(g^2))
+    # and, with unknown noise, e^t ~ InvGamma(a, a); with known noise t = 0.
 
     def sample_prior(self, n, generator, dtype=torch.float64, device="cpu"):
+        like = torch.empty(0, dtype=dtype, device=device)
+        g = self._std(like)
         if not self.unknown_noise:
             eps = torch.randn(n, self.n_coef, generator=generator, dtype=dtype, device=device)
-            return self.prior_std * eps
-        # e^t = 1 / E with E ~ Exp(1) = Gamma(1): InvGamma(1, 1).
-        u = torch.rand(n, generator=generator, dtype=dtype, device=device)
-        t = -torch.log(-torch.log1p(-u))
+            return g * eps
+        a = self.noise_prior_shape
+        if a == 1.0:
+            # e^t = 1 / E with E ~ Exp(1) = Gamma(1): InvGamma(1, 1).
+            u = torch.rand(n, generator=generator, dtype=dtype, device=device)
+            t = -torch.log(-torch.log1p(-u))
+        else:
+            # e^t = a / E with E ~ Gamma(a, 1): InvGamma(a, a).
+            shape = torch.full((n,), a, dtype=dtype, device=device)
+            t = math.log(a) - torch.log(torch._standard_gamma(shape, generator=generator))
         eps = torch.randn(n, self.n_coef, generator=generator, dtype=dtype, device=device)
-        z = self.prior_std * (0.5 * t).exp()[:, None] * eps
+        z = g * (0.5 * t).exp()[:, None] * eps
         return torch.cat([z, t[:, None]], dim=1)
 
     def log_prior(self, theta):
         z = theta[:, : self.n_coef]
-        g2 = self.prior_std**2
-        norm = self.n_coef * (_LOG_2PI + math.log(g2))
+        norm = self._prior_norm()
         if not self.unknown_noise:
-            return -0.5 * (z.square().sum(1) / g2 + norm)
+            return -0.5 * (self._scaled_sq(z) + norm)
         t = theta[:, self.n_coef]
         inv = (-t).exp()
-        a = NOISE_PRIOR_SHAPE
-        # log N(z; 0, e^t g^2 I) + log InvGamma(e^t; a, 1) + t (the Jacobian of log)
-        return (-0.5 * (z.square().sum(1) * inv / g2 + norm + self.n_coef * t)
-                - math.lgamma(a) - a * t - inv)
+        a = self.noise_prior_shape
+        # log N(z; 0, e^t diag(g^2)) + log InvGamma(e^t; a, a) + t (the Jacobian of log)
+        return (-0.5 * (self._scaled_sq(z) * inv + norm + self.n_coef * t)
+                + self._noise_prior_const() - a * t - a * inv)
 
     def grad_log_prior(self, theta):
         z = theta[:, : self.n_coef]
-        g2 = self.prior_std**2
+        g2 = self._var(theta)
         if not self.unknown_noise:
             return -z / g2
         t = theta[:, self.n_coef]
         inv = (-t).exp()
-        g_z = -z * (inv / g2)[:, None]
-        g_t = (0.5 * z.square().sum(1) / g2 + 1.0) * inv - 0.5 * self.n_coef - NOISE_PRIOR_SHAPE
+        a = self.noise_prior_shape
+        g_z = -z * inv[:, None] / g2 if self._g2 is None else -z * (inv / g2)[:, None]
+        g_t = (0.5 * self._scaled_sq(z) + a) * inv - 0.5 * self.n_coef - a
         return torch.cat([g_z, g_t[:, None]], dim=1)
 
     # -- likelihood -----------------------------------------------------------
@@ -188,8 +263,7 @@ class LinearRegressionModel(Model):
         Phi = self._design(X)
         y_unit = (y - Phi @ self._prior_mean(Phi)) / self._unit_scale
         G = Phi.T @ Phi
-        eye = torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
-        H = G + eye / self.prior_std**2
+        H = G + self._prior_precision_matrix(G)
         z0 = torch.linalg.solve(H, Phi.T @ y_unit)
         r0 = y_unit - Phi @ z0
         rr = r0 @ r0
@@ -212,18 +286,26 @@ class LinearRegressionModel(Model):
         many more than the likelihood needs.
         """
         G, u = summary["G"], summary["u"]
-        eye = torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
-        H = G + eye / self.prior_std**2
+        H = G + self._prior_precision_matrix(G)
         z0 = torch.linalg.solve(H, u)
         G_z0 = G @ z0
         rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
         return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=float(summary["n"]),
                              **self._joint_stats(H, z0, rr))
 
+    def _prior_precision_matrix(self, like):
+        """``diag(1 / g^2)``, ``[n_coef, n_coef]`` in ``like``'s dtype and device."""
+        eye = torch.eye(self.n_coef, dtype=like.dtype, device=like.device)
+        if self._g2 is not None:
+            return eye / self._g2
+        return torch.diag(1.0 / self._var(like))
+
     def _joint_stats(self, H, z0, rr):
         """What :meth:`log_joint_and_grad` needs beyond the likelihood's statistics:
-        ``H`` and the sum of squares at its minimum, ``rr + z0'z0 / g^2``."""
-        return {"H": H, "joint_min": rr + (z0 @ z0) / self.prior_std**2}
+        ``H`` and the sum of squares at its minimum, ``rr + z0' diag(1 / g^2) z0``."""
+        if self._g2 is not None:
+            return {"H": H, "joint_min": rr + (z0 @ z0) / self._g2}
+        return {"H": H, "joint_min": rr + self._scaled_sq(z0)}
 
     def log_joint_and_grad(self, theta, batch, weight=1.0):
         """The log prior plus the log-likelihood, as one quadratic form in ``theta``.
@@ -242,23 +324,23 @@ class LinearRegressionModel(Model):
         if not (isinstance(batch, PreparedBatch) and "H" in batch.stats and weight == 1.0):
             return super().log_joint_and_grad(theta, batch, weight)
         st, c = batch.stats, self.n_coef
-        n, g2, z0 = st["n"], self.prior_std**2, st["z0"]
+        n, z0 = st["n"], st["z0"]
         delta = theta[:, :c] - z0
         H_delta = delta @ st["H"]
         quad = (delta * H_delta).sum(1).add_(st["joint_min"])
         const = (n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
-                 + c * (_LOG_2PI + math.log(g2)))
+                 + self._prior_norm())
         if not self.unknown_noise:
             return quad.mul_(-0.5).sub_(0.5 * const), H_delta.neg_()
         t = theta[:, c]
         inv = (-t).exp()
         quad_scaled = quad * inv
-        a = NOISE_PRIOR_SHAPE
+        a = self.noise_prior_shape
         # -0.5 e^-t quad - (n + c) t / 2 (the likelihood's and the prior's normalisers)
-        # + log InvGamma(e^t; a, 1) + t (the Jacobian of log)
+        # + log InvGamma(e^t; a, a) + t (the Jacobian of log)
         shape = 0.5 * (n + c) + a
-        log_p = (-0.5 * (quad_scaled + const) - math.lgamma(a)) - shape * t - inv
-        g_t = 0.5 * quad_scaled - shape + inv
+        log_p = (-0.5 * (quad_scaled + const) + self._noise_prior_const()) - shape * t - a * inv
+        g_t = 0.5 * quad_scaled - shape + a * inv
         return log_p, torch.cat([H_delta * -inv[:, None], g_t[:, None]], dim=1)
 
     def _prepared_log_likelihood_and_grad(self, theta, batch):
@@ -336,18 +418,22 @@ class LinearRegressionModel(Model):
     def prior_precision(self, theta):
         """The diagonal blocks of the prior's negative Hessian at ``theta [d]``.
 
-        ``z | t ~ N(0, e^t prior_std^2 I)`` gives ``e^-t / prior_std^2`` for
-        the coefficients; the noise's block is ``|z|^2 e^-t / (2
-        prior_std^2) + e^-t``. The coupling between them is left out: it can
-        make the matrix indefinite far from the mode, and a preconditioner
-        only needs the scales.
+        ``z | t ~ N(0, e^t diag(g^2))`` gives ``e^-t / g_j^2`` for the
+        coefficients; the noise's block is ``(sum_j z_j^2 / (2 g_j^2) + a)
+        e^-t``. The coupling between them is left out: it can make the
+        matrix indefinite far from the mode, and a preconditioner only needs
+        the scales.
         """
-        c, g2 = self.n_coef, self.prior_std**2
+        c, g2 = self.n_coef, self._var(theta)
         inv = (-theta[c]).exp() if self.unknown_noise else theta.new_ones(())
-        diag = torch.cat([(inv / g2).expand(c),
-                          (0.5 * theta[:c].square().sum() * inv / g2 + inv)[None]]
-                         if self.unknown_noise else [(inv / g2).expand(c)])
-        return torch.diag(diag)
+        coef = (inv / g2).expand(c)
+        if not self.unknown_noise:
+            return torch.diag(coef)
+        if self._g2 is not None and self.noise_prior_shape == 1.0:
+            noise = 0.5 * theta[:c].square().sum() * inv / g2 + inv
+        else:
+            noise = (0.5 * self._scaled_sq(theta[:c]) + self.noise_prior_shape) * inv
+        return torch.diag(torch.cat([coef, noise[None]]))
 
     # -- closed forms ---------------------------------------------------------
 
@@ -358,8 +444,7 @@ class LinearRegressionModel(Model):
         r = y - Phi @ self._prior_mean(Phi)
         Phi_w = Phi if weights is None else Phi * torch.as_tensor(
             weights, dtype=torch.float64, device=Phi.device).reshape(-1, 1)
-        eye = torch.eye(self.n_coef, dtype=torch.float64, device=Phi.device)
-        L = torch.linalg.cholesky(eye / self.prior_std**2 + Phi_w.T @ Phi)
+        L = torch.linalg.cholesky(self._prior_precision_matrix(Phi) + Phi_w.T @ Phi)
         m = torch.cholesky_solve((Phi_w.T @ r).reshape(-1, 1), L).reshape(-1)
         return Phi, r, L, m
 
@@ -379,24 +464,29 @@ class LinearRegressionModel(Model):
     def exact_log_evidence(self, batch):
         """Closed-form ``log p(y | X)`` in O(N d^2), float64.
 
-        With ``r = y - Phi mu`` and ``A = I / prior_std^2 + Phi^T Phi``, the
-        matrix determinant lemma gives ``log det(I + prior_std^2 Phi Phi^T)
-        = 2 d log prior_std + log det A`` and Woodbury's identity
-        ``r^T (I + prior_std^2 Phi Phi^T)^{-1} r = |r - Phi m|^2 +
-        |m|^2 / prior_std^2`` with ``m = A^{-1} Phi^T r`` (the residual form
-        avoids the cancellation of ``r^T r - r^T Phi m``). Known noise:
-        ``y ~ N(Phi mu, sigma^2 (I + prior_std^2 Phi Phi^T))``; unknown noise
-        integrates ``sigma^2`` out, a multivariate t with ``2 a`` degrees of
-        freedom. No ``N x N`` matrix is formed.
+        With ``r = y - Phi mu``, ``D = diag(g^2)`` and ``A = D^{-1} + Phi^T
+        Phi``, the matrix determinant lemma gives ``log det(I + Phi D
+        Phi^T) = log det D + log det A`` and Woodbury's identity ``r^T (I +
+        Phi D Phi^T)^{-1} r = |r - Phi m|^2 + m^T D^{-1} m`` with ``m =
+        A^{-1} Phi^T r`` (the residual form avoids the cancellation of ``r^T
+        r - r^T Phi m``). Known noise: ``y ~ N(Phi mu, sigma^2 (I + Phi D
+        Phi^T))``; unknown noise integrates ``sigma^2 ~ InvGamma(a, a s^2)``
+        out, a multivariate t with ``2 a`` degrees of freedom. No ``N x N``
+        matrix is formed.
         """
         Phi, r, L, m = self._conjugate_update(batch)
         n, d = Phi.shape
-        logdet = d * math.log(self.prior_std**2) + 2.0 * torch.log(torch.diagonal(L)).sum()
-        quad = (r - Phi @ m).square().sum() + m.square().sum() / self.prior_std**2
+        if self._g2 is not None:
+            logdet = d * math.log(self._g2) + 2.0 * torch.log(torch.diagonal(L)).sum()
+            quad = (r - Phi @ m).square().sum() + m.square().sum() / self._g2
+        else:
+            logdet = self._log_det_g2 + 2.0 * torch.log(torch.diagonal(L)).sum()
+            quad = (r - Phi @ m).square().sum() + self._scaled_sq(m)
         if not self.unknown_noise:
             s2 = self.noise_std**2
             return float(-0.5 * (n * (_LOG_2PI + math.log(s2)) + logdet + quad / s2))
-        a, b0 = NOISE_PRIOR_SHAPE, self.noise_prior_scale**2
+        a = self.noise_prior_shape
+        b0 = a * self.noise_prior_scale**2
         a_n, b_n = a + 0.5 * n, b0 + 0.5 * quad
         return float(-0.5 * n * math.log(2.0 * math.pi) - 0.5 * logdet
                      + a * math.log(b0) - a_n * torch.log(b_n)

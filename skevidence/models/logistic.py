@@ -2,6 +2,7 @@
 
 import functools
 
+import numpy as np
 import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
@@ -12,7 +13,7 @@ __all__ = ["LogisticRegressionModel"]
 
 
 class LogisticRegressionModel(GaussianPriorModel):
-    """``p(y = k | x) = softmax_k(W x + b)`` with ``W, b ~ N(0, prior_std^2)`` iid.
+    """``p(y = k | x) = softmax_k(W x + b)`` with independent Gaussian priors on ``W, b``.
 
     Every class ``k`` has its own weight vector ``W[k]`` and bias ``b[k]``,
     as in the paper: the parameterisation is redundant (adding one vector to
@@ -32,19 +33,43 @@ class LogisticRegressionModel(GaussianPriorModel):
         Number of classes ``K``.
     fit_intercept : bool, default=True
         Whether every class has a bias ``b[k]``.
-    prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior on every weight and bias.
+    prior_std : float or array-like of shape (n_classes, n_features), default=1.0
+        Standard deviation of the Gaussian prior on the weights: one for
+        all, or one per weight.
+    prior_mean : float or array-like of shape (n_classes, n_features), default=0.0
+        Mean of the Gaussian prior on the weights.
+    intercept_prior_mean : float or array-like of shape (n_classes,), default=0.0
+        Mean of the Gaussian prior on the biases.
+    intercept_prior_std : float, array-like of shape (n_classes,) or None, default=None
+        Standard deviation of the Gaussian prior on the biases; ``None``
+        takes ``prior_std`` (a number then).
     """
 
     # A log-concave likelihood times a Gaussian prior: one mode.
     unimodal = True
 
-    def __init__(self, n_features, n_classes, fit_intercept=True, prior_std=1.0):
+    def __init__(self, n_features, n_classes, fit_intercept=True, prior_std=1.0, prior_mean=0.0,
+                 intercept_prior_mean=0.0, intercept_prior_std=None):
         self.n_features = int(n_features)
         self.n_classes = int(n_classes)
         self.fit_intercept = bool(fit_intercept)
-        self.prior_std = float(prior_std)
         self.n_params = self.n_classes * (self.n_features + int(self.fit_intercept))
+        K, p = self.n_classes, self.n_features
+        if intercept_prior_std is None and self.fit_intercept:
+            if np.ndim(prior_std) != 0:
+                raise ValueError("intercept_prior_std must be given when prior_std is an array")
+            intercept_prior_std = prior_std
+        means = [np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), (K, p)).ravel()]
+        stds = [np.broadcast_to(np.asarray(prior_std, dtype=np.float64), (K, p)).ravel()]
+        if self.fit_intercept:
+            means.append(np.broadcast_to(np.asarray(intercept_prior_mean, np.float64), (K,)))
+            stds.append(np.broadcast_to(np.asarray(intercept_prior_std, np.float64), (K,)))
+        mean, std = np.concatenate(means), np.concatenate(stds)
+        # The i.i.d. N(0, s^2) prior keeps GaussianPriorModel's scalar arithmetic.
+        if not np.any(mean) and std.size and np.all(std == std[0]):
+            self.prior_std, self.prior_mean = float(std[0]), None
+        else:
+            self.prior_std, self.prior_mean = std, mean
 
     def unpack(self, theta):
         """Weights ``[M, K, p]`` and biases ``[M, K]`` (zeros without intercept)."""
