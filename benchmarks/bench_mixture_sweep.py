@@ -1,0 +1,153 @@
+"""EvidenceGMM on mixtures nobody chose: data sets drawn from the paper's prior.
+
+The evaluation data are fixed up front and reported whole: data seeds
+``DATA_SEEDS`` (never used to choose a default or a threshold) of the
+paper's mixture (K = 5, 2-D, its fixed priors), fitted with K = 5 and the
+paper's priors by three sampler seeds each, at each ``--n``; and, with
+``--bundled``, scikit-learn's iris, wine and breast cancer data in a
+``StandardScaler`` pipeline with the default (data-scaled) priors, K = 1..4.
+
+Per data set and size the table gives the seeds' log evidence and reported
+std, their range, the largest ``|z|`` of a seed against the others' mean
+(``(log Z_i - mean_{j != i} log Z_j) / sqrt(std_i^2 + var of that mean)``),
+and the warnings. The summary line counts, over every run, the share within
+two reported std of its data set's seed mean, the data sets whose unwarned
+runs agree within 3 nats, and those where more than one seed in three warns.
+With ``--reference`` (sizes up to 2e4) it adds the importance-sampling
+reference of ``bench_gmm_reference`` (symmetrised over the K! relabellings)
+and each run's error against it.
+
+    python benchmarks/bench_mixture_sweep.py --n 10000 --time-cap 1200
+    python benchmarks/bench_mixture_sweep.py --n 100000 --datasets 8 --time-cap 1200
+    python benchmarks/bench_mixture_sweep.py --bundled --time-cap 600
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from skevidence import EvidenceGMM  # noqa: E402
+from skevidence.datasets import make_gaussian_mixture  # noqa: E402
+
+# Chosen once, before any run: the sweep's data sets. Never tune on them.
+DATA_SEEDS = list(range(1000, 1020))
+SAMPLER_SEEDS = [0, 1, 2]
+PAPER_PRIORS = dict(n_components=5, mean_prior=0.0, variance_scale=1.0)
+
+
+def fit_once(make, X, seed):
+    """One fit: ``(log Z, std, warnings, importance log Z or nan, CPU s)``."""
+    start = time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = make(seed).fit(X)
+    est = est[-1] if hasattr(est, "steps") else est
+    messages = sorted({w.category.__name__ for w in caught
+                       if w.category.__module__.startswith(("skevidence", "sklearn.exceptions"))})
+    return (est.log_evidence_, est.log_evidence_std_, messages,
+            est.diagnostics_.get("importance_log_evidence", math.nan),
+            time.process_time() - start)
+
+
+def seed_z(values, stds):
+    """Largest ``|z|`` of a seed against the mean of the others."""
+    values, stds = np.asarray(values), np.asarray(stds)
+    worst = 0.0
+    for i in range(len(values)):
+        others = np.delete(values, i)
+        var_mean = np.delete(stds, i) ** 2 / len(others) ** 2
+        z = (values[i] - others.mean()) / math.sqrt(stds[i] ** 2 + var_mean.sum())
+        worst = max(worst, abs(z))
+    return worst
+
+
+def report(name, n, runs, reference=None):
+    """One table row; returns the counts for the summary."""
+    values = [r[0] for r in runs]
+    stds = [r[1] for r in runs]
+    warned = [bool(r[2]) for r in runs]
+    mean = float(np.mean(values))
+    within = sum(abs(v - mean) <= 2 * s for v, s in zip(values, stds))
+    unwarned = [v for v, w in zip(values, warned) if not w]
+    agree = (max(unwarned) - min(unwarned) <= 3.0) if len(unwarned) > 1 else True
+    cells = " ".join(f"{v:14.2f}±{s:<5.2f}" for v, s in zip(values, stds))
+    ref = ""
+    if reference is not None:
+        ref = f" ref {reference['log_evidence']:.2f} (ESS {reference['ess']:.2f}) err " + \
+            " ".join(f"{v - reference['log_evidence']:+.2f}" for v in values)
+    print(f"{name:>16} {n:>7} {cells} range {max(values) - min(values):6.2f} "
+          f"max|z| {seed_z(values, stds):5.2f} warned {sum(warned)}/{len(runs)} "
+          f"{'; '.join(sorted({m for r in runs for m in r[2]}))}{ref}", flush=True)
+    return within, len(runs), agree, sum(warned) <= len(runs) // 3
+
+
+def sweep_prior_draws(sizes, n_datasets, with_reference, deadline):
+    counts = []
+    for n in sizes:
+        for data_seed in DATA_SEEDS[:n_datasets]:
+            if time.time() > deadline:
+                print(f"time cap reached before data seed {data_seed} at n={n}")
+                return counts
+            X = make_gaussian_mixture(n, random_state=data_seed)
+            runs = [fit_once(lambda s: EvidenceGMM(random_state=s, **PAPER_PRIORS), X, seed)
+                    for seed in SAMPLER_SEEDS]
+            reference = None
+            if with_reference and n <= 20000:
+                from bench_gmm_reference import reference_log_evidence
+
+                reference = reference_log_evidence(X, EvidenceGMM(**PAPER_PRIORS)._make_model(X))
+            counts.append(report(f"prior {data_seed}", n, runs, reference))
+    return counts
+
+
+def sweep_bundled(deadline):
+    counts = []
+    for name, load in (("iris", load_iris), ("wine", load_wine),
+                       ("breast_cancer", load_breast_cancer)):
+        X = load().data
+        for k in (1, 2, 3, 4):
+            if time.time() > deadline:
+                print(f"time cap reached before {name} K={k}")
+                return counts
+            runs = [fit_once(lambda s: make_pipeline(
+                StandardScaler(), EvidenceGMM(n_components=k, random_state=s)), X, seed)
+                for seed in SAMPLER_SEEDS]
+            counts.append(report(f"{name} K={k}", X.shape[0], runs))
+    return counts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="*", default=[10000])
+    parser.add_argument("--datasets", type=int, default=len(DATA_SEEDS))
+    parser.add_argument("--bundled", action="store_true")
+    parser.add_argument("--reference", action="store_true")
+    parser.add_argument("--time-cap", type=float, default=1200.0, help="seconds of wall time")
+    args = parser.parse_args()
+    deadline = time.time() + args.time_cap
+    print(f"{'data':>16} {'n':>7} " + " ".join(f"{'seed ' + str(s):>20}" for s in SAMPLER_SEEDS))
+    counts = sweep_prior_draws(args.n, args.datasets, args.reference, deadline) if args.n else []
+    if args.bundled:
+        counts += sweep_bundled(deadline)
+    if counts:
+        within = sum(c[0] for c in counts)
+        total = sum(c[1] for c in counts)
+        print(f"runs within 2 std of their data set's seed mean: {within}/{total} "
+              f"({within / total:.0%}); data sets whose unwarned runs agree within 3 nats: "
+              f"{sum(c[2] for c in counts)}/{len(counts)}; at most one seed in three warned: "
+              f"{sum(c[3] for c in counts)}/{len(counts)}")
+
+
+if __name__ == "__main__":
+    main()
