@@ -121,10 +121,12 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     ``w_k <- w_k p(batch | past, M_k) / sum_j ...``. The log predictive
     ``log p(batch | past, M_k)`` is the member's gain in ``log_evidence_``
     over the call. The prior is the starting weights; ``fit`` (and
-    :meth:`from_fitted`) count as one batch. A model that was worse for
-    long but predicts the recent batches better regains the weight within
-    a few ``1 / (1 - alpha)`` batches, where without forgetting the past
-    evidence against it would keep it down. The
+    :meth:`from_fitted`) count as one batch. The log weight a batch gave
+    shrinks by ``alpha`` with every later batch (a memory of about
+    ``1 / (1 - alpha)`` batches), so a model that predicts the recent
+    batches better regains the weight once the old evidence against it has
+    worn off, where without forgetting it would keep it down. The members'
+    posteriors do not forget. The
     :class:`~skevidence.exceptions.EvidenceTieWarning` concerns the
     evidences of all the data, so it is issued only without forgetting.
 

@@ -5,11 +5,17 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 from sklearn.decomposition import PCA
 from sklearn.manifold import TSNE
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, PolynomialFeatures, StandardScaler
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    PolynomialFeatures,
+    SplineTransformer,
+    StandardScaler,
+)
 
 from skevidence import EvidenceLinearRegression
 from skevidence.ensemble import BayesianModelAverager
@@ -72,6 +78,26 @@ def test_stateless_and_frozen_steps(data):
         ref.partial_fit(Xt[:100], y[:100]).partial_fit(Xt[100:], y[100:])
         assert candidate[-1].log_evidence_ == ref.log_evidence_
     assert search.predict(X[:4]).shape == (4,)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # CHEAP settings
+def test_spline_with_given_knots_is_stateless(data):
+    # Given knots, the spline basis does not depend on the batch that
+    # fitted it: the streamed candidate equals the last step streamed on
+    # the features of the whole data.
+    X, y = data
+    knots = np.tile(np.linspace(-12.0, 16.0, 5), (3, 1)).T
+    spline = SplineTransformer(knots=knots, extrapolation="linear")
+    pipe = make_pipeline(spline, EvidenceLinearRegression(**CHEAP))
+    search = EvidenceSearch(pipe, {"splinetransformer__degree": [1, 3]})
+    search.partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    for candidate, params in zip(search.candidates_, search.results_["params"]):
+        Xt = clone(spline).set_params(degree=params["splinetransformer__degree"]) \
+            .fit(X).transform(X)
+        np.testing.assert_array_equal(candidate[:-1].transform(X), Xt)
+        ref = EvidenceLinearRegression(**CHEAP)
+        ref.partial_fit(Xt[:100], y[:100]).partial_fit(Xt[100:], y[100:])
+        assert candidate[-1].log_evidence_ == ref.log_evidence_
 
 
 def test_partial_fit_after_fit_keeps_the_fitted_transformers(data):
@@ -225,8 +251,6 @@ def test_forgetting_validated(data, forgetting):
 
 
 def test_forgetting_clone_and_params():
-    from sklearn.base import clone
-
     bma = BayesianModelAverager([("a", EvidenceLinearRegression(**CHEAP))], forgetting=0.8)
     assert bma.get_params()["forgetting"] == 0.8
     assert clone(bma).forgetting == 0.8
