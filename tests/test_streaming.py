@@ -175,10 +175,10 @@ def _changing_stream(seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_forgetting_follows_the_change(seed):
     # Over seeds 0, 1, 2 the linear member's weight with forgetting=0.9 was
-    # below 1e-300 up to the change and 1 - 1e-16 or more from 400, 400,
-    # 200 rows after it (the bar: 0.9 within 1000 rows); without forgetting
-    # the quadratic member still led by 1100-1300 nats at row 3000 and kept
-    # its lead to the end.
+    # 0 (in double precision) at the change and above 0.999999 from 400,
+    # 400, 200 rows after it (the bar: 0.9 within 1000 rows); without
+    # forgetting the quadratic member still led by 1170-1450 nats of
+    # evidence at row 3000 and by 990-1120 at the end.
     x, y = _changing_stream(seed)
     settings = dict(n_particles=32, n_burnin=5, random_state=seed)
 
