@@ -16,6 +16,7 @@ from joblib import Parallel, delayed
 from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 
+from ._streaming import partial_fit_member
 from .inference.annealing import logsumexp
 
 # Estimator types whose predictive distributions can be averaged.
@@ -158,6 +159,12 @@ def _timed_call(estimator, method, X, y, **params):
     return estimator, time.perf_counter() - start
 
 
+def _timed_partial_fit(estimator, X, y, first, **params):
+    start = time.perf_counter()
+    partial_fit_member(estimator, X, y, first, **params)
+    return estimator, time.perf_counter() - start
+
+
 def fit_members(estimators, X, y, n_jobs, method="fit", **params):
     """Call ``method`` (``fit`` or ``partial_fit``) of every estimator in parallel.
 
@@ -166,6 +173,22 @@ def fit_members(estimators, X, y, n_jobs, method="fit", **params):
     """
     out = Parallel(n_jobs=n_jobs)(
         delayed(_timed_call)(est, method, X, y, **params) for est in estimators
+    )
+    fitted, times = zip(*out)
+    return list(fitted), np.array(times)
+
+
+def partial_fit_members(estimators, X, y, n_jobs, first, **params):
+    """``partial_fit`` every member (or Pipeline ending in one) on one batch, in parallel.
+
+    ``first`` says whether this is the stream's first batch, on which the
+    pipelines' transformers are fitted and then frozen
+    (:func:`~skevidence._streaming.partial_fit_member`). Returns the
+    estimators and their times, as :func:`fit_members`; callers undo a
+    failure with :func:`~skevidence._streaming.restored_on_error`.
+    """
+    out = Parallel(n_jobs=n_jobs)(
+        delayed(_timed_partial_fit)(est, X, y, first, **params) for est in estimators
     )
     fitted, times = zip(*out)
     return list(fitted), np.array(times)

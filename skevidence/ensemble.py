@@ -1,9 +1,12 @@
 """Bayesian model averaging of evidence estimators: BayesianModelAverager."""
 
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 
 from ._averaging import AveragedPredictionsMixin, members_are
@@ -17,26 +20,26 @@ from ._meta import (
     fit_members,
     log_softmax,
     members_kind,
+    partial_fit_members,
     partial_fit_params,
     read_evidences,
     warn_if_tied,
 )
+from ._streaming import can_partial_fit, check_streamable, restored_on_error
 from .inference.annealing import logsumexp
 
 __all__ = ["BayesianModelAverager", "EvidenceTieWarning"]
 
 
-def _members_have(method):
-    def check(self):
-        members = getattr(self, "estimators_", None)
-        if members is None:
-            try:
-                members = [est for _, est in self.estimators]
-            except (TypeError, ValueError):
-                return False
-        return all(hasattr(est, method) for est in members)
-
-    return check
+def _members_can_partial_fit(self):
+    """``available_if`` check: every member (or its Pipeline's last step) streams."""
+    members = getattr(self, "estimators_", None)
+    if members is None:
+        try:
+            members = [est for _, est in self.estimators]
+        except (TypeError, ValueError):
+            return False
+    return all(can_partial_fit(est) for est in members)
 
 
 class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
@@ -62,6 +65,13 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         Number of jobs fitting members in parallel with joblib; ``None``
         means 1 unless in a :func:`joblib.parallel_backend` context (so a
         dask backend spreads the members over a cluster), ``-1`` all cores.
+    forgetting : float in (0, 1] or None, default=None
+        Forgetting factor ``alpha`` of dynamic model averaging, for streams
+        whose law changes: after every ``partial_fit`` batch the log weights
+        become ``alpha * log w_k + log p(batch | past, M_k)``, renormalised,
+        so a batch ``t`` batches back counts ``alpha**t`` times. ``None``:
+        the weights are the posterior model probabilities of all data seen.
+        ``1`` gives them too (up to rounding). See Notes.
 
     Attributes
     ----------
@@ -77,9 +87,12 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         :class:`~skevidence.exceptions.EvidenceTieWarning` is issued when the two most probable
         members are closer than twice their combined std.
     weights_ : ndarray of shape (n_estimators,)
-        Posterior model probabilities ``p(M_k | D)``; they sum to 1.
+        The current model weights, used by ``predict``; they sum to 1.
+        Posterior model probabilities ``p(M_k | D)`` without
+        ``forgetting``, the dynamic model averaging weights with it.
     log_evidence_ : float
-        ``log sum_k p(M_k) p(D | M_k)``, the evidence of the averaged model.
+        ``log sum_k p(M_k) p(D | M_k)``, the evidence of the averaged model
+        (of all the data, whatever ``forgetting``).
     classes_ : ndarray of shape (n_classes,)
         Classifiers only: the union of the members' classes.
     n_samples_seen_ : int
@@ -92,6 +105,36 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     skevidence.model_selection.EvidenceSearch : fit a grid of candidates and rank
         them by evidence; its ``to_averager`` returns a fitted averager.
     sklearn.ensemble.VotingRegressor : unweighted (or fixed-weight) averaging.
+
+    Notes
+    -----
+    Members may be Pipelines ending in an evidence estimator. ``fit`` fits
+    them as scikit-learn does; ``partial_fit`` fits their transformers on
+    the first batch and then keeps them frozen, so each member's evidence
+    is that of its model on the frozen features (:ref:`streaming`). A
+    transformer without ``transform`` cannot be frozen and is refused.
+
+    With ``forgetting=alpha``, the weights follow dynamic model averaging
+    (Raftery, Karny & Ettler, 2010): before each batch the model
+    probabilities are flattened, ``w_k <- w_k**alpha / sum_j w_j**alpha``,
+    then updated by the batch's predictive likelihood,
+    ``w_k <- w_k p(batch | past, M_k) / sum_j ...``. The log predictive
+    ``log p(batch | past, M_k)`` is the member's gain in ``log_evidence_``
+    over the call. The prior is the starting weights; ``fit`` (and
+    :meth:`from_fitted`) count as one batch. The log weight a batch gave
+    shrinks by ``alpha`` with every later batch (a memory of about
+    ``1 / (1 - alpha)`` batches), so a model that predicts the recent
+    batches better regains the weight once the old evidence against it has
+    worn off, where without forgetting it would keep it down. The members'
+    posteriors do not forget. The
+    :class:`~skevidence.exceptions.EvidenceTieWarning` concerns the
+    evidences of all the data, so it is issued only without forgetting.
+
+    References
+    ----------
+    Raftery, A. E., Karny, M. & Ettler, P. (2010). Online prediction under
+    model uncertainty via dynamic model averaging: application to a cold
+    rolling mill. *Technometrics*, 52(1), 52-66.
 
     Examples
     --------
@@ -113,12 +156,36 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     >>> mean, std = model.predict(X[:3], return_std=True)
     >>> mean.shape, std.shape
     ((3,), (3,))
+
+    Streaming, with a pipeline member and weights that forget:
+
+    >>> from sklearn.preprocessing import PolynomialFeatures
+    >>> bma = BayesianModelAverager([
+    ...     ("linear", EvidenceLinearRegression(random_state=0)),
+    ...     ("quadratic", make_pipeline(PolynomialFeatures(2),
+    ...                                 EvidenceLinearRegression(random_state=0))),
+    ... ], forgetting=0.9)
+    >>> for X_batch, y_batch in zip(np.array_split(X, 3), np.array_split(y, 3)):
+    ...     bma = bma.partial_fit(X_batch, y_batch)
+    >>> bma.n_samples_seen_, bool(bma.weights_[0] > 0.5)
+    (300, True)
     """
 
-    def __init__(self, estimators, *, prior=None, n_jobs=None):
+    # Declared once, checked by ``_validate_params`` before any state
+    # changes; ``estimators`` and ``prior`` are checked by hand, with
+    # messages that name the member.
+    _parameter_constraints = {
+        "estimators": "no_validation",
+        "prior": "no_validation",
+        "n_jobs": [Integral, None],
+        "forgetting": [Interval(Real, 0, 1, closed="right"), None],
+    }
+
+    def __init__(self, estimators, *, prior=None, n_jobs=None, forgetting=None):
         self.estimators = estimators
         self.prior = prior
         self.n_jobs = n_jobs
+        self.forgetting = forgetting
 
     def get_params(self, deep=True):
         """Get the parameters, with ``<name>__<param>`` for the members' ones.
@@ -174,6 +241,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
 
     def _check_inputs(self):
         """Validate the parameters; return names, members, kind and log prior."""
+        self._validate_params()
         names, members = self._names_and_members()
         kind = members_kind(members)
         return names, members, kind, check_prior(self.prior, names)
@@ -201,16 +269,16 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         self._set_members(names, fitted, kind, log_prior)
         return self
 
-    @available_if(_members_have("partial_fit"))
+    @available_if(_members_can_partial_fit)
     @method_doc
     def partial_fit(self, X, y=None, classes=None):
         """Condition every member on one more batch and update the weights.
 
         The members are cloned on the first call (or after ``fit``, the
-        fitted ones continue). If a member fails, the members already
-        updated are not rolled back, and the averager keeps its previous
-        fitted attributes; the ``n_samples_seen_`` check then reports the
-        mismatch on the next call.
+        fitted ones continue). A Pipeline member's transformers are fitted
+        on the first batch and then frozen (see Notes); one that cannot be
+        frozen is refused before any member changes. If any member fails,
+        every member and the averager are left as they were.
 
         {batch}
 
@@ -221,19 +289,26 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         """
         names, members, kind, log_prior = self._check_inputs()
         kwargs = partial_fit_params(kind, classes)
-        if hasattr(self, "estimators_"):
+        first = not hasattr(self, "estimators_")
+        if not first:
             if len(self.estimators_) != len(members):
                 raise ValueError("estimators changed since the averager was fitted; call fit")
             members = self.estimators_
             check_same_data(members, names)
-        else:
+        for name, est in zip(names, members):
+            check_streamable(est, name)
+        if first:
             members = [clone(est) for est in members]
-        updated, _ = fit_members(members, X, y, self.n_jobs, method="partial_fit", **kwargs)
-        self._set_members(names, updated, kind, log_prior)
+            previous = None
+        else:
+            previous = (self._log_weights, self.log_evidences_)
+        with restored_on_error(members):
+            updated, _ = partial_fit_members(members, X, y, self.n_jobs, first, **kwargs)
+            self._set_members(names, updated, kind, log_prior, previous)
         return self
 
     @classmethod
-    def from_fitted(cls, estimators, *, prior=None, n_jobs=None):
+    def from_fitted(cls, estimators, *, prior=None, n_jobs=None, forgetting=None):
         """An averager of members already fitted on the same data, without refitting.
 
         Parameters
@@ -245,6 +320,9 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
             As in the constructor.
         n_jobs : int or None, default=None
             As in the constructor (used by later ``partial_fit`` calls).
+        forgetting : float in (0, 1] or None, default=None
+            As in the constructor; the members' evidence so far counts as
+            one batch.
 
         Returns
         -------
@@ -265,13 +343,20 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         (2,)
         """
         averager = cls([(name, clone(est)) for name, est in estimators], prior=prior,
-                       n_jobs=n_jobs)
+                       n_jobs=n_jobs, forgetting=forgetting)
         names, _, kind, log_prior = averager._check_inputs()
         return averager._set_members(names, [est for _, est in estimators], kind, log_prior)
 
-    def _set_members(self, names, fitted, kind, log_prior):
-        """Check the fitted members and derive every fitted attribute from them."""
+    def _set_members(self, names, fitted, kind, log_prior, previous=None):
+        """Check the fitted members and derive every fitted attribute from them.
+
+        ``previous``: ``(log weights, log evidences)`` before this
+        ``partial_fit`` batch, or ``None`` when the members' whole evidence
+        is one batch (``fit``, the first ``partial_fit``, ``from_fitted``).
+        """
         log_evidences, stds, log_posterior = read_evidences(fitted, names, log_prior)
+        log_weights = self._updated_log_weights(log_prior, log_evidences, log_posterior,
+                                                previous)
         if kind == "classifier":
             classes = np.unique(np.concatenate([np.asarray(est.classes_) for est in fitted]))
         # Everything is assigned once all checks have passed.
@@ -280,7 +365,8 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = stds
         self.log_evidence_ = float(logsumexp(log_posterior))
-        self.weights_ = np.exp(log_softmax(log_posterior))
+        self._log_weights = log_weights
+        self.weights_ = np.exp(log_weights)
         if kind == "classifier":
             self.classes_ = classes
         sources = {"n_samples_seen_": final_step(fitted[0]),
@@ -289,8 +375,17 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
             self.__dict__.pop(attr, None)
             if hasattr(source, attr):
                 setattr(self, attr, getattr(source, attr))
-        warn_if_tied(log_posterior, stds, names, stacklevel=4)
+        if self.forgetting is None:
+            warn_if_tied(log_posterior, stds, names, stacklevel=4)
         return self
+
+    def _updated_log_weights(self, log_prior, log_evidences, log_posterior, previous):
+        """Normalised log weights after a batch: dynamic model averaging with ``forgetting``."""
+        if self.forgetting is None:
+            return log_softmax(log_posterior)
+        log_weights, past_log_evidences = ((log_prior, 0.0) if previous is None else previous)
+        # The batch's log predictive under each member: its gain in evidence.
+        return log_softmax(self.forgetting * log_weights + (log_evidences - past_log_evidences))
 
     @available_if(members_are(*_KINDS))
     @method_doc

@@ -13,10 +13,12 @@ from ._meta import (
     final_step,
     fit_members,
     log_softmax,
+    partial_fit_members,
     partial_fit_params,
     read_evidences,
     warn_if_tied,
 )
+from ._streaming import can_partial_fit, check_streamable, restored_on_error
 from .ensemble import BayesianModelAverager
 
 __all__ = ["EvidenceSearch"]
@@ -163,10 +165,17 @@ class EvidenceSearch(BaseEstimator):
         self._set_results(params, fitted, times, log_prior)
         return self
 
-    @available_if(lambda self: hasattr(self.estimator, "partial_fit"))
+    @available_if(lambda self: can_partial_fit(self.estimator))
     @method_doc
     def partial_fit(self, X, y=None, classes=None):
         """Condition every candidate on one more batch and update the ranking.
+
+        A Pipeline's transformers are fitted on the first batch and then
+        frozen, so each candidate's evidence is that of its model on the
+        frozen features (:ref:`streaming`); a grid may set the
+        transformers' parameters (``polynomialfeatures__degree``). A
+        transformer that cannot be frozen is refused before any candidate
+        changes; if any candidate fails, the search is left as it was.
 
         {batch}
 
@@ -177,17 +186,21 @@ class EvidenceSearch(BaseEstimator):
         """
         params = self._candidate_params()
         log_prior = self._log_prior(params)
-        if hasattr(self, "candidates_"):
+        first = not hasattr(self, "candidates_")
+        if first:
+            candidates = [clone(self.estimator).set_params(**p) for p in params]
+            times = np.zeros(len(params))
+        else:
             if len(self.candidates_) != len(params):
                 raise ValueError("param_grid changed since the search was fitted; call fit")
             candidates, times = self.candidates_, self.results_["fit_time"]
-        else:
-            candidates = [clone(self.estimator).set_params(**p) for p in params]
-            times = np.zeros(len(params))
+        for p, candidate in zip(params, candidates):
+            check_streamable(candidate, _candidate_name(p))
         kwargs = partial_fit_params(get_tags(self.estimator).estimator_type, classes)
-        updated, new_times = fit_members(candidates, X, y, self.n_jobs, method="partial_fit",
-                                         **kwargs)
-        self._set_results(params, updated, times + new_times, log_prior)
+        with restored_on_error(candidates):
+            updated, new_times = partial_fit_members(candidates, X, y, self.n_jobs, first,
+                                                     **kwargs)
+            self._set_results(params, updated, times + new_times, log_prior)
         return self
 
     def _set_results(self, params, fitted, fit_times, log_prior):
