@@ -187,11 +187,11 @@ default="covariance"
         take fewer steps (and moves) in all where each fixed chunk takes
         several; where one step suffices, fixed chunks cost less, as
         the moves of single-step chunks are skipped (``move_ess``) while
-        every step evaluates the whole chunk. On the paper's logistic
-        model 1/16 (the default of
-        :class:`~skevidence.EvidenceLogisticRegression`) takes a third
-        less CPU to 1e5 observations and a tenth less to 1e6, with a
-        smaller error bar that still covers the error (:doc:`/benchmarks`).
+        every step evaluates the whole chunk. On long streams of a
+        logistic model 1/16 (the default of
+        :class:`~skevidence.EvidenceLogisticRegression`) takes less CPU,
+        with a smaller error bar that still covers the error
+        (:ref:`long streams <long-streams>`).
     fold_importance : bool, default=True
         For models whose posterior has one mode, possibly up to
         relabellings (``Model.unimodal`` or ``Model.relabelling_maps``:
