@@ -219,10 +219,10 @@ default="covariance"
         is near Gaussian and a chunk moves it little, the SGHMC moves
         (``method="sgais"`` and ``"sequential"``) take ``late_burnin_factor
         * n_burnin`` steps (rounded, at least one).
-        :class:`~skevidence.EvidenceGMM` uses 0.5: as accurate on its
-        three-cluster references at 2e4 and 1e5 observations, in less CPU
-        (:ref:`why <mixture-late-steps>`); half the steps from the
-        warm-up's end on raised the error of small fits.
+        :class:`~skevidence.EvidenceGMM` uses 0.5: as accurate where the
+        posterior is near Gaussian, in less CPU (:ref:`why
+        <mixture-late-steps>`); half the steps from the warm-up's end on
+        raise the error of small fits.
     """
 
     # The defaults are documented above (and by the estimators, for their

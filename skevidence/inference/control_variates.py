@@ -53,7 +53,7 @@ ANCHOR_REFRESH_FACTOR = 2.0
 # at the particles this many times: its mini-batches of a quarter of the
 # first order's (moves.MINIBATCH_SIZE) are then at least as precise as the
 # first order's of four times its size, the size that removed the first
-# order's drift on long streams (docs/benchmarks.rst).
+# order's drift on long streams (docs: benchmarks, Logistic regression).
 NOISE_CUT = 16
 # Variance of the mini-batch gradient's noise, per coordinate in the
 # posterior's metric, as a share of the posterior score's: what

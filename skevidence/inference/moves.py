@@ -198,8 +198,8 @@ def sghmc_step_size(model, state, config):
     The Metropolis-adjusted warm-up adapts its step to keep most proposals
     (EXACT_ACCEPTANCE). With hundreds of parameters that step falls below
     ``learning_rate``, and unadjusted moves with the larger step leave the
-    cloud below the posterior, biasing the evidence low (see
-    docs/benchmarks.rst). With the particles' covariance (enough
+    cloud below the posterior, biasing the evidence low (docs:
+    benchmarks, Many parameters). With the particles' covariance (enough
     particles) the cap is not applied.
     """
     # (The curvature test first: n_adjusted_moves sums over the whole trace.)
