@@ -136,8 +136,8 @@ default="covariance"
         warm-up.
     warmup_dtype : {"float32"} or None, default=None
         ``"float32"`` runs the exact warm-up's moves in single precision
-        (the weights stay in the estimator's ``dtype``), at about half the
-        cost; a rounding of the log density only perturbs the Metropolis
+        (the weights stay in the estimator's ``dtype``), at less cost; a
+        rounding of the log density only perturbs the Metropolis
         test. ``None`` moves in the particles' dtype.
         :class:`~skevidence.EvidenceLogisticRegression` uses ``"float32"``.
     n_islands : int, default=1

@@ -92,7 +92,7 @@ def past_term_gradient(model, cv):
     noise dwarfs the rounding: its mini-batch estimates, the exact sums at the
     references (each block's sum added in double: there the rounding is a
     fixed offset, a small fraction of the posterior score's standard
-    deviation, and the pass over the store costs about a third less) and
+    deviation, and the pass over the store costs less) and
     the chunk's exact
     term beside them. The model's own, in double, for the second order.
     """

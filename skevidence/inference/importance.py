@@ -194,8 +194,8 @@ def _curvature_near_mode(model, theta, store, dtype):
 def _whole_store_curvature(model, theta, store, dtype):
     """:func:`_curvature_factor` on every stored row: in single precision first, in
     ``dtype`` where that is not positive definite. The curvature only shapes the
-    proposal and the climb's steps; in single precision it costs about half
-    and differs by about 1e-5 of itself. (Central differences need double precision.)"""
+    proposal and the climb's steps; in single precision the exponentials that
+    dominate its cost are cheaper, and it differs by about 1e-5 of itself. (Central differences need double precision.)"""
     if dtype == torch.float64 and has_fisher_information(model):
         chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
                                  batch_size_of(store), torch.float32)

@@ -376,7 +376,7 @@ class GaussianMixtureModel(Model):
         """The weight of the particles with a component that explains less than
         ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``.
 
-        In single precision (about half the cost of double): only counts near ``EMPTY_COUNT``
+        In single precision (cheaper than double): only counts near ``EMPTY_COUNT``
         matter, sums of small responsibilities that it gives to about 1e-7 of
         themselves; each block's counts are added in double. Counts only
         grow from block to block, so a particle leaves the pass once each
