@@ -21,9 +21,9 @@ added back exactly, so what is left to the mini-batch is the likelihood's
 departure from a quadratic. Where the likelihood is close to a quadratic
 over the particles' spread this cuts the gradient noise by orders of
 magnitude, and with it the low bias that the first-order noise leaves on
-long streams (docs: benchmarks, Logistic regression). With one reference per particle in a mixture, each particle's
-linear term is the anchor's in that particle's labelling of the
-components (``Model.relabelling_maps``).
+long streams (docs: benchmarks, Logistic regression). With one reference
+per particle in a mixture, each particle's linear term is the anchor's in
+that particle's labelling of the components (``Model.relabelling_maps``).
 
 Each time the anchor moves, the noise of both orders is measured at a few
 particles over groups of stored rows: the linear term is kept where it

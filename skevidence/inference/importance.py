@@ -142,8 +142,9 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
     doubled; the particles' mean can be several from it where the posterior
     is skewed (a mixture whose smallest component holds a small share of
     the rows), and the climb from there takes many times more evaluations
-    over the store than one from the last fold's mode. A start far from the particles' mean is a
-    mode they have left (moved to a missed one, or after a shift in the data).
+    over the store than one from the last fold's mode. A start far from the
+    particles' mean is a mode they have left (moved to a missed one, or after
+    a shift in the data).
     """
     if start is None:
         return mean, None
@@ -195,7 +196,8 @@ def _whole_store_curvature(model, theta, store, dtype):
     """:func:`_curvature_factor` on every stored row: in single precision first, in
     ``dtype`` where that is not positive definite. The curvature only shapes the
     proposal and the climb's steps; in single precision the exponentials that
-    dominate its cost are cheaper, and it differs by about 1e-5 of itself. (Central differences need double precision.)"""
+    dominate its cost are cheaper, and it differs by about 1e-5 of itself.
+    (Central differences need double precision.)"""
     if dtype == torch.float64 and has_fisher_information(model):
         chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
                                  batch_size_of(store), torch.float32)
@@ -230,8 +232,7 @@ def importance_at(model, point, store, n_draws, generator):
     observation (a subsample's can turn negative along a mixture's weakly
     determined small component). No climb (Newton's method from a search's
     points costs many passes over a large store and moves the estimate
-    little) and no check that ``point`` holds the
-    posterior's only mode: the estimate is of the mass that the t covers
+    little) and no check that ``point`` holds the posterior's only mode: the estimate is of the mass that the t covers
     (with all its relabelled copies), in expectation at most the evidence,
     and the weighted draws are a sample of the posterior restricted to it.
     None where that curvature is not positive definite or a weight is not

@@ -2,10 +2,10 @@
 
 On the CPU torch's ``exp2`` costs markedly less than its ``exp``, and the
 exponentials are most of a softmax model's likelihood. A model therefore
-scales its scores by ``LOG2_E`` inside the product that makes them (a ``[M K, p]`` factor: free), and these return
-the normaliser in nats. They overwrite the scores unless these are tracked
-by autograd, since a fresh ``[M, K, B]`` tensor costs more than the
-arithmetic.
+scales its scores by ``LOG2_E`` inside the product that makes them (a
+``[M K, p]`` factor: free), and these return the normaliser in nats.
+They overwrite the scores unless these are tracked by autograd, since a
+fresh ``[M, K, B]`` tensor costs more than the arithmetic.
 """
 
 import math

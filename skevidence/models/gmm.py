@@ -177,9 +177,9 @@ class GaussianMixtureModel(Model):
         by EM crosses it (``_relocated_starts``); where two or more
         components must move together, starts that need no cloud do
         (``_fresh_modes``). These climb on a strided subsample of
-        ``rows`` (whose mode is not the full data's), the best ``REFINED`` of them then on all of ``rows`` (the
-        best alone past ``4 * SEARCH_ROWS`` rows, where that EM costs most
-        of the search). ``[REFINED or 1, d]``, in ``theta``'s dtype.
+        ``rows`` (whose mode is not the full data's), the best ``REFINED``
+        of them then on all of ``rows`` (the best alone past
+        ``4 * SEARCH_ROWS`` rows, where that EM costs most of the search). ``[REFINED or 1, d]``, in ``theta``'s dtype.
 
         The climbs run in single precision, which costs less: they
         only propose points, which the search then rates on every row in
