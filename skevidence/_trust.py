@@ -28,24 +28,21 @@ ESS_COLLAPSE = 0.05
 SPREAD_MARGIN = 0.2
 SPREAD_SE = 4.0
 # The importance-sampling check (inference/importance.py) speaks where its
-# ESS is at least this fraction of its draws (the paper's logistic model
-# gives 0.2-0.4 at 1e3 observations, 0.4-0.55 from 1e4 on; below, its own
-# std, from a dozen effective draws, is not to be relied on) and the two
-# estimates differ by more than IMPORTANCE_Z combined standard deviations:
-# the annealing's errors follow its reported std (docs/benchmarks.rst), so
-# a healthy run crosses 4 about once in 16000.
+# ESS is at least this fraction of its draws (below, its own std, from a
+# dozen effective draws, is not to be relied on) and the two estimates differ
+# by more than IMPORTANCE_Z combined standard deviations: the annealing's
+# errors follow its reported std (docs: benchmarks, The error bar), so a
+# healthy run crosses 4 about once in 16000.
 IMPORTANCE_MIN_ESS = 0.2
 IMPORTANCE_Z = 4.0
 # For a posterior with one mode up to relabelling (a mixture) the t at the
 # mode fits worse while the data are few, and 64 draws overstate the ESS
-# there: on standardised iris (150 rows, K = 3) they read 0.3 where 16384
-# draws gave 0.09, and their estimates were 0.1 low with an SD of 0.26
-# against a reported 0.19. From half the draws on (iris, K = 2: ESS 0.53,
-# SD 0.11-0.13 against 0.12 reported) its std holds.
+# there, so that a low ESS reads as a fair one and the estimate's spread
+# exceeds its reported std. From half the draws on its std holds.
 RELABELLED_MIN_ESS = 0.5
-# Its draws: with an ESS of half of them (the logistic model from 1e4 on) its
-# std is about 0.12 nats, below the annealing's from a few thousand observations
-# on, at a pass over the store for 64 particles.
+# Its draws: with an ESS of half of them its std is about a tenth of a nat,
+# below the annealing's once the data are many, at the cost of a pass over
+# the store for 64 particles.
 IMPORTANCE_DRAWS = 64
 # The mass of a mode that the search finds and the particles missed
 # (inference/mode_search.py) is in expectation at most the evidence, so it
@@ -56,13 +53,11 @@ IMPORTANCE_DRAWS = 64
 MISSED_MODE_NATS = sgais.MISSED_MODE_NATS
 # Weight on parameters that no observation pins down (``Model.spare_weight``:
 # a mixture component that explains less than a tenth of an observation)
-# above which the error bar is not to be relied on. On standardised iris with
-# the paper's priors it is 0.16-0.46 with four components and 0.92-1.00 with
-# five or six, where the evidence spreads over sampler seeds 1.8-2.0 times the
-# reported std (8 seeds each, docs/benchmarks.rst); with three components,
-# with the default priors (K = 3-5), on wine, digits and breast cancer
-# (K = 2-5) it is 0, on the paper's mixture at 1e3 rows 0-0.06 (10 seeds),
-# and the error bar covers the spread.
+# above which the error bar is not to be relied on: with more components
+# than the data support most of the weight lies there and the evidence
+# spreads over sampler seeds well beyond its reported std, while where every
+# component explains some of the data the weight stays near 0 and the error
+# bar covers the spread (docs: benchmarks, Gaussian mixture).
 SPARE_WEIGHT = 0.1
 
 

@@ -64,10 +64,10 @@ def next_increment(log_W, loglik, remaining, target, tol=1e-6):
     over ``[log(remaining) - 50, log(remaining)]`` (the admissible
     increments span many orders of magnitude early in a stream) by Brent's
     method, to within ``tol``, and returns a ``delta`` that meets the
-    target. The curve is smooth, so that takes about fifteen evaluations
-    where a bisection took two dozen, each of them a few numpy calls on
-    the live particles (whose overhead, not their arithmetic, set the cost
-    of annealing small models).
+    target. The curve is smooth, so that takes fewer evaluations than a
+    bisection, each of them a few numpy calls on the live particles (whose
+    overhead, not their arithmetic, sets the cost of annealing small
+    models).
     """
     if not np.isfinite(np.max(log_W + loglik)):
         return remaining  # nothing to anneal: the caller reports the failure

@@ -136,8 +136,8 @@ default="covariance"
         warm-up.
     warmup_dtype : {"float32"} or None, default=None
         ``"float32"`` runs the exact warm-up's moves in single precision
-        (the weights stay in the estimator's ``dtype``), at about half the
-        cost; a rounding of the log density only perturbs the Metropolis
+        (the weights stay in the estimator's ``dtype``), at less cost; a
+        rounding of the log density only perturbs the Metropolis
         test. ``None`` moves in the particles' dtype.
         :class:`~skevidence.EvidenceLogisticRegression` uses ``"float32"``.
     n_islands : int, default=1
@@ -187,11 +187,11 @@ default="covariance"
         take fewer steps (and moves) in all where each fixed chunk takes
         several; where one step suffices, fixed chunks cost less, as
         the moves of single-step chunks are skipped (``move_ess``) while
-        every step evaluates the whole chunk. On the paper's logistic
-        model 1/16 (the default of
-        :class:`~skevidence.EvidenceLogisticRegression`) takes a third
-        less CPU to 1e5 observations and a tenth less to 1e6, with a
-        smaller error bar that still covers the error (:doc:`/benchmarks`).
+        every step evaluates the whole chunk. On long streams of a
+        logistic model 1/16 (the default of
+        :class:`~skevidence.EvidenceLogisticRegression`) takes less CPU,
+        with a smaller error bar that still covers the error
+        (:ref:`long streams <long-streams>`).
     fold_importance : bool, default=True
         For models whose posterior has one mode, possibly up to
         relabellings (``Model.unimodal`` or ``Model.relabelling_maps``:
@@ -219,10 +219,10 @@ default="covariance"
         is near Gaussian and a chunk moves it little, the SGHMC moves
         (``method="sgais"`` and ``"sequential"``) take ``late_burnin_factor
         * n_burnin`` steps (rounded, at least one).
-        :class:`~skevidence.EvidenceGMM` uses 0.5: as accurate on its
-        three-cluster references at 2e4 and 1e5 observations, in less CPU
-        (:ref:`why <mixture-late-steps>`); half the steps from the
-        warm-up's end on raised the error of small fits.
+        :class:`~skevidence.EvidenceGMM` uses 0.5: as accurate where the
+        posterior is near Gaussian, in less CPU (:ref:`why
+        <mixture-late-steps>`); half the steps from the warm-up's end on
+        raise the error of small fits.
     """
 
     # The defaults are documented above (and by the estimators, for their

@@ -10,8 +10,7 @@ References are one shared point (``[1, d]``, the weighted particle mean)
 or one per particle (``[M, d]``, for multimodal posteriors), moved to the
 particles when ``n`` has grown by a constant factor (O(1) amortised).
 Per-particle references follow their particles through resampling, so
-between two moves most are copies of a few (on the paper's mixture a
-third are distinct, on average over its first 1e5 rows): each distinct one's
+between two moves most are copies of a few: each distinct one's
 gradient is computed once.
 
 With a model's Fisher information (the negative Hessian of a row's
@@ -19,12 +18,12 @@ log-likelihood) the control variate is of second order: the difference
 also subtracts its linear part ``-F_y (theta - theta_ref)`` (``F_y`` at
 one anchor near the references), with the summed ``F = sum_past F_y``
 added back exactly, so what is left to the mini-batch is the likelihood's
-departure from a quadratic. On the paper's logistic model at n = 1e4
-this cuts the gradient noise 200-fold, and with it the low bias that the
-first-order noise left on long streams (see docs/benchmarks.rst, "Long
-streams"). With one reference per particle in a mixture, each particle's
-linear term is the anchor's in that particle's labelling of the
-components (``Model.relabelling_maps``).
+departure from a quadratic. Where the likelihood is close to a quadratic
+over the particles' spread this cuts the gradient noise by orders of
+magnitude, and with it the low bias that the first-order noise leaves on
+long streams (docs: benchmarks, Logistic regression). With one reference
+per particle in a mixture, each particle's linear term is the anchor's in
+that particle's labelling of the components (``Model.relabelling_maps``).
 
 Each time the anchor moves, the noise of both orders is measured at a few
 particles over groups of stored rows: the linear term is kept where it
@@ -54,7 +53,7 @@ ANCHOR_REFRESH_FACTOR = 2.0
 # at the particles this many times: its mini-batches of a quarter of the
 # first order's (moves.MINIBATCH_SIZE) are then at least as precise as the
 # first order's of four times its size, the size that removed the first
-# order's drift on long streams (docs/benchmarks.rst).
+# order's drift on long streams (docs: benchmarks, Logistic regression).
 NOISE_CUT = 16
 # Variance of the mini-batch gradient's noise, per coordinate in the
 # posterior's metric, as a share of the posterior score's: what
@@ -73,12 +72,11 @@ def rounded_gradient(model, theta, batch):
     ``theta``'s dtype.
 
     For stochastic gradients whose noise dwarfs the rounding: a first-order
-    control variate's mini-batch estimate (or a plain one). On the paper's
-    mixture at 1e5 rows the rounding is at most 6e-3 of the estimate's noise
-    (its SD over mini-batches; median 2e-4), a ratio that grows like
-    ``sqrt(n)``; which terms take it: :func:`past_term_gradient`. The
-    mixture's gradient costs about half in single precision
-    (docs/benchmarks.rst, "Single-precision gradients").
+    control variate's mini-batch estimate (or a plain one). The rounding
+    is a small part of the estimate's noise (its SD over mini-batches), a
+    ratio that grows like ``sqrt(n)``; which terms take it:
+    :func:`past_term_gradient`. The exponentials dominate the mixture's
+    gradient, and single precision costs less for them.
     """
     if theta.dtype != torch.float64:
         return model.grad_log_likelihood(theta, batch)
@@ -94,7 +92,7 @@ def past_term_gradient(model, cv):
     noise dwarfs the rounding: its mini-batch estimates, the exact sums at the
     references (each block's sum added in double: there the rounding is a
     fixed offset, a small fraction of the posterior score's standard
-    deviation, and the pass over the store costs about a third less) and
+    deviation, and the pass over the store costs less) and
     the chunk's exact
     term beside them. The model's own, in double, for the second order.
     """
@@ -200,11 +198,10 @@ class ControlVariate:
         self.curvature = scale * F if keep else None
         if self.theta_ref.shape[0] > 1:
             # Per-particle references (a mixture) keep the order's default size.
-            # The target is strict for them: on the paper's mixture at 32000 rows
-            # it asked for 62000 rows of the second order (16000 at the cap, 16
-            # times the first order's step), where 250 rows, with the noise cut
-            # 37-fold there, already carried a ninth of the noise of the first
-            # order's 1000 that the mixture ran on (docs/benchmarks.rst).
+            # The target is strict for them: a mixture's would ask for more rows
+            # than the cap allows, while the default size, with the noise cut
+            # NOISE_CUT-fold or more, already carries a fraction of the noise of
+            # the first order's default (docs: benchmarks, Gaussian mixture).
             return
         self.minibatch_size = noise.minibatch_size(
             keep, posterior_precision(model, self.anchor, scale * F), n_seen)
@@ -263,8 +260,8 @@ class ControlVariate:
         ``chunk_cv``'s estimate of the chunk's sum from ``rows`` of its ``size``
         (:meth:`of_chunk`: the same references and anchor, so both estimates
         come from one call per model method on the rows of both,
-        :meth:`Model.weighted_grad_log_likelihood`; on the paper's mixture
-        between 1e4 and 1e5 rows that cut the moves' time by a fifth).
+        :meth:`Model.weighted_grad_log_likelihood`, which costs less than two
+        calls where the rows are few).
         """
         refs, expand = self._distinct_references()
         M = theta.shape[0]

@@ -4,12 +4,11 @@ A posterior with one mode, given many observations, is close to a Gaussian
 at that mode with the inverse Hessian as covariance. Importance sampling
 from a multivariate t there (``NU`` degrees of freedom: heavier tails than
 the posterior, so the weights stay bounded) estimates the evidence of the
-stored data with an error that does not grow with their number: on the
-paper's logistic model, 44 parameters, the effective sample size is
-0.4-0.55 of the draws at 1e4-1e6 observations, so 64 draws give 0.11-0.15
-nats (``benchmarks/bench_logistic_stream.py`` draws 4000 for its
-references, independently of this code). The annealing path's error
-instead accrues with every decade of data.
+stored data with an error that does not grow with their number: the
+effective sample size stays a fair share of the draws however many
+observations there are, so a few dozen draws give a tenth of a nat or so
+(docs: benchmarks, Logistic regression). The annealing path's error instead
+accrues with every decade of data.
 
 It applies where the posterior has a single mode (``Model.unimodal``) or a
 single mode up to relabellings of the parameters (``Model.relabelling_maps``:
@@ -38,7 +37,8 @@ from .posterior_gap import log_posterior_and_grad
 __all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_draws", "importance_at",
            "applies", "within_reach"]
 
-# Degrees of freedom of the proposal (as the references of bench_logistic_stream.py).
+# Degrees of freedom of the proposal: tails heavier than a near-Gaussian
+# posterior's, so the weights stay bounded, yet few draws wasted in them.
 NU = 8
 # Newton steps from the particles' mean to the mode, until one predicts a
 # rise below CONVERGED_RISE nats (the mode within a tenth of a posterior
@@ -53,9 +53,8 @@ SINGLE_UNCHECKED_RISE = 1.0
 CURVATURE_ROWS = 16384
 # Most rows per sum in the store's dtype (single precision: about 1e-4 relative).
 # A double-precision store is summed in blocks of DOUBLE_SUM_ROWS: each
-# block is a model call, whose fixed cost dominated the climbs' evaluations
-# at one point (the paper's mixture from 1.6e5 to 1e6 rows: 124 evaluations,
-# 4.5 CPU s in blocks of 4096, 1.6 s in these).
+# block is a model call, whose fixed cost dominates the climbs' evaluations
+# over a large store in smaller blocks.
 SUM_ROWS = 4096
 DOUBLE_SUM_ROWS = 65536
 # A climb longer than this (in posterior standard deviations) takes the
@@ -141,11 +140,11 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
     An earlier climb's mode is a point the posterior of fewer data peaked at,
     about a posterior standard deviation from this one's once the data have
     doubled; the particles' mean can be several from it where the posterior
-    is skewed (the paper's mixture at 1.6e5 rows, whose smallest component
-    holds 0.1% of them: the climb from the mean took 220 evaluations over the
-    store; with every step tested and from the last fold's mode, 5-32 along
-    that stream). A start far from the particles' mean is a
-    mode they have left (moved to a missed one, or after a shift in the data).
+    is skewed (a mixture whose smallest component holds a small share of
+    the rows), and the climb from there takes many times more evaluations
+    over the store than one from the last fold's mode. A start far from the
+    particles' mean is a mode they have left (moved to a missed one, or after
+    a shift in the data).
     """
     if start is None:
         return mean, None
@@ -196,8 +195,9 @@ def _curvature_near_mode(model, theta, store, dtype):
 def _whole_store_curvature(model, theta, store, dtype):
     """:func:`_curvature_factor` on every stored row: in single precision first, in
     ``dtype`` where that is not positive definite. The curvature only shapes the
-    proposal and the climb's steps; in single precision it costs about half
-    and differs by about 1e-5 of itself. (Central differences need double precision.)"""
+    proposal and the climb's steps; in single precision the exponentials that
+    dominate its cost are cheaper, and it differs by about 1e-5 of itself.
+    (Central differences need double precision.)"""
     if dtype == torch.float64 and has_fisher_information(model):
         chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
                                  batch_size_of(store), torch.float32)
@@ -231,9 +231,8 @@ def importance_at(model, point, store, n_draws, generator):
     The t's scale is the curvature at ``point`` on every stored
     observation (a subsample's can turn negative along a mixture's weakly
     determined small component). No climb (Newton's method from a search's
-    points, on the paper's mixture, took a minute at 5e5 rows and did not
-    change the estimates on digits) and no check that ``point`` holds the
-    posterior's only mode: the estimate is of the mass that the t covers
+    points costs many passes over a large store and moves the estimate
+    little) and no check that ``point`` holds the posterior's only mode: the estimate is of the mass that the t covers
     (with all its relabelled copies), in expectation at most the evidence,
     and the weighted draws are a sample of the posterior restricted to it.
     None where that curvature is not positive definite or a weight is not
@@ -350,9 +349,9 @@ def _newton(log_p_and_grad, theta, chol, unchecked):
     ``unchecked`` is taken whole: near the mode a single-precision log density
     cannot tell a rise of hundredths. Others are halved until they climb: in
     double precision all of them, as a curvature that misses part of a skewed
-    posterior's (the paper's mixture at 3.2e5 rows, whose smallest component
-    holds 0.1% of them) makes steps of a predicted half nat overshoot, and
-    untested they went back and forth for dozens of steps. Converged: the last
+    posterior's (a mixture whose smallest component holds a small share of
+    the rows) makes steps of a predicted half nat overshoot, and untested
+    they go back and forth for dozens of steps. Converged: the last
     step predicted a rise below CONVERGED_RISE.
     """
     log_p, grad = _float64(*log_p_and_grad(theta))
@@ -395,8 +394,8 @@ def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
     theta = mode + torch.linalg.solve_triangular(chol.T, t.T, upper=True).T
     log_q = _log_t_density(theta, mode, chol, maps)
     # In double precision whatever the store's: in single, each draw's log
-    # likelihood of 1e6 rows errs by about 0.3 nats (the rows' terms summed
-    # block by block), and the estimate by a sizeable part of that.
+    # likelihood of a million rows errs by a good part of a nat (the rows'
+    # terms summed block by block), and the estimate by a sizeable part of that.
     log_p = model.log_prior(theta)
     for block in row_blocks(store, n_draws, SUM_ROWS):
         block = cast_batch(block, torch.float64)

@@ -4,9 +4,9 @@ Sequential Monte Carlo over a growing data set keeps the configurations
 that the particles hold and reweights them; one that no particle holds
 when the data begin to favour it is never found later, because the
 barrier between configurations grows with the data and the moves are
-local. A mixture fitted to the paper's data at 1e5 rows can end up 40
-nats low this way, with an error bar of one nat and every other check
-silent (the particles sit well on the mode they hold).
+local. A mixture fitted to many rows can end up tens of nats low this
+way, with a small error bar and every other check silent (the particles
+sit well on the mode they hold; docs: benchmarks, Gaussian mixture).
 
 :func:`missed_mode` asks the model for points near other modes
 (``Model.mode_candidates``: for a mixture, EM from each component moved
@@ -31,7 +31,7 @@ __all__ = ["missed_mode"]
 
 # Stores up to this many rows have every point of the search that beats the
 # particles weighed; larger ones the highest alone (a weighing is a curvature,
-# 2 d gradients, and the draws over the store: 3-4 CPU s at 5e5 rows).
+# 2 d gradients, and the draws over the store, each a pass over every row).
 WEIGH_ALL_ROWS = 65536
 
 
@@ -61,7 +61,7 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     log_p = torch.where(torch.isfinite(log_p), log_p, torch.full_like(log_p, -torch.inf))
     n_live = live_log_p.shape[0]
     above = (log_p[n_live:] > log_p[:n_live].max()).nonzero()[:, 0]
-    # The highest point need not have the most mass (digits at 1000 rows): each
+    # The highest point need not have the most mass (a narrow peak): each
     # one above the cloud is weighed, the highest alone past WEIGH_ALL_ROWS rows.
     above = above[log_p[n_live + above].argsort(descending=True)]
     if leave_cloud_mode and above.numel():

@@ -25,41 +25,38 @@ EXACT_ACCEPTANCE = 0.8
 
 # The exact moves over rows stop early where the particles' correlation with
 # their starting points has settled (kernels.ghmc's ``settle``: changed by less
-# than this over 5 steps in 90% of the coordinates). On the paper's mixture at
-# 1e3 rows that takes a third fewer steps at the same accuracy; on the
-# 44-parameter logistic model and on wine (53 parameters) the correlation is
-# still falling and nearly every move takes all its steps
-# (docs/benchmarks.rst, "Settled moves"). Linear regression's moves over
-# summary statistics cost little a step; settled, its evidence at 300 rows
-# came out 0.05 nats higher on average (30 seeds), so they take every step.
+# than this over 5 steps in 90% of the coordinates): a mixture's moves often
+# settle early and save steps at the same accuracy, while on logistic models
+# the correlation is still falling and nearly every move takes all its steps.
+# Linear regression's moves over summary statistics cost little a step, and
+# stopping them early biases its evidence upwards, so they take every step.
 SETTLE_CHANGE = 0.05
 
 # The late phase, where ``late_burnin_factor`` scales the SGHMC steps, starts
 # at this many times ``warmup_size`` observations: the posterior is near
 # Gaussian there (the importance folds start there too, sgais.FOLD_START).
-# On the three-cluster mixtures at 4000 rows half the steps from the warm-up's
-# end on raised the RMS error over 20 fits from 0.44 to 0.60 nats (two fits
-# erred 1.4); at 2e4 and 1e5 they did not (docs/benchmarks.rst).
+# Fewer steps any earlier, while a mixture's posterior is still far from
+# Gaussian, raise the evidence's error (docs: benchmarks, Gaussian mixture).
 LATE_START = 4
 
 # Mini-batch sizes of ``minibatch_size="auto"`` (rows of past data): with a
 # first-order control variate, and with the second order, whose noise is
-# at least 16 times smaller (control_variates.NOISE_CUT). On the paper's
-# logistic model the second order's 250 gave the accuracy of 1000 at 60%
-# of the CPU (docs/benchmarks.rst, "Long streams").
+# at least 16 times smaller (control_variates.NOISE_CUT), so that a quarter
+# of the rows gives the same accuracy at less cost (docs: benchmarks,
+# Logistic regression).
 MINIBATCH_SIZE = 1000
 SECOND_ORDER_MINIBATCH_SIZE = 250
 # The chunk's term, where the control variate is of second order, is
 # estimated from a subsample that adds at most this share of the past
 # term's noise, and at least this many rows: with 250-row mini-batches the
-# whole chunk to 5000 observations, 32 rows past 14000. An eighth (the
-# whole chunk only to 1400) cut more CPU but widened the spread of the
-# evidence over seeds at 1e6 from 0.39 to 1.49 nats, entering before 1e5
-# (docs/benchmarks.rst, "Long streams").
+# whole chunk to 5000 observations, 32 rows past 14000. A larger share costs
+# less but lets the chunk's noise widen the spread of the evidence on long
+# streams (docs: benchmarks, Logistic regression).
 CHUNK_NOISE_SHARE = 1 / 100
 CHUNK_MINIBATCH_SIZE = 32
-# Most rows per mini-batch that a noise measurement can ask for (all of
-# digits, first order, asked for 2e5): a step's cost must stay bounded.
+# Most rows per mini-batch that a noise measurement can ask for (a noisy
+# first-order control variate can ask for far more): a step's cost must stay
+# bounded.
 MAX_MINIBATCH_SIZE = 16_000
 
 
@@ -201,8 +198,8 @@ def sghmc_step_size(model, state, config):
     The Metropolis-adjusted warm-up adapts its step to keep most proposals
     (EXACT_ACCEPTANCE). With hundreds of parameters that step falls below
     ``learning_rate``, and unadjusted moves with the larger step leave the
-    cloud below the posterior, biasing the evidence low (see
-    docs/benchmarks.rst). With the particles' covariance (enough
+    cloud below the posterior, biasing the evidence low (docs:
+    benchmarks, Many parameters). With the particles' covariance (enough
     particles) the cap is not applied.
     """
     # (The curvature test first: n_adjusted_moves sums over the whole trace.)

@@ -44,7 +44,8 @@ REPLACE_FRACTION = 1 / 8
 # Stop when the live points can add at most this much to log Z.
 DLOGZ = 0.01
 # Leapfrog steps per trajectory of the constrained moves: fewer leave new points correlated
-# with their survivors, so the evidence spreads beyond sqrt(H / n_live) (docs/benchmarks.rst).
+# with their survivors, so the evidence spreads beyond sqrt(H / n_live)
+# (docs: benchmarks, The error bar).
 TRAJECTORY_STEPS = 8
 # Target acceptance of the constrained trajectories (step size adapted to it).
 TARGET_ACCEPTANCE = 0.6

@@ -163,8 +163,8 @@ def maximize(objective, z, n_steps, history=10):
     halves it until the value rises enough (Armijo); the first step is
     scaled to a unit gradient sum, as in torch's L-BFGS. Written out rather
     than ``torch.optim.LBFGS`` because any torch optimiser imports
-    ``torch._dynamo`` on first use, seconds that every process's first fit
-    paid for this short check. A point outside the finite numbers counts as
+    ``torch._dynamo`` on first use, a cost far above this short check's
+    that every process's first fit would pay. A point outside the finite numbers counts as
     no rise, so the climb never leaves them.
     """
     value, grad = objective(z)

@@ -75,10 +75,11 @@ def in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
     relabelled modes each move on their components' scale, which one
     covariance across the cloud cannot give): a metric that follows the
     position of the particle it moves makes the move leave the
-    posterior (iris with the paper's priors: 1-1.5 nats high). The
+    posterior, and the evidence comes out too high. The
     stochastic-gradient moves, not adjusted and biased by their step
-    anyway, keep each particle's own scale: shared there, it raised the
-    3-cluster calibration fits' RMS error at 4e3 from 0.34-0.39 to 0.5.
+    anyway, keep each particle's own scale: a shared one fits the
+    particles of a cloud spread over a mixture's modes worse, and raises
+    the evidence's error (docs: benchmarks, Gaussian mixture).
     ``dtype`` (default: the particles') is the one ``run`` works in; the
     result comes back in the particles' dtype.
     """

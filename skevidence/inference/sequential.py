@@ -29,7 +29,8 @@ init = sgais.init
 
 
 # Chunks grow by this factor until they hold batch_size observations: the largest whose
-# bias (particles lagging the posterior) stays within the error bar (docs/benchmarks.rst).
+# bias (particles lagging the posterior) stays within the error bar
+# (docs: benchmarks, The error bar).
 GROWTH = 1.05
 
 

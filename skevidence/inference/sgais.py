@@ -60,39 +60,34 @@ __all__ = [
 # Particles at which a second-order control variate checks its linear term.
 _N_PROBES = 4
 # The importance-sampling folds (fold_in_importance): from this many warm-up
-# lengths on (past the warm-up), with this many draws (its std about 0.09 nats
-# where its ESS is half of them, the paper's logistic model from 1e4 on), and
-# where its ESS is at least this share of them.
+# lengths on (past the warm-up), with this many draws (enough for a std of a
+# tenth of a nat where its ESS is half of them), and where its ESS is at least
+# this share of them.
 FOLD_START = 4
 FOLD_DRAWS = 128
 FOLD_MIN_ESS = 0.2
 # The first chunk by importance sampling (_start_by_importance): draws per
 # particle from the t at the chunk's posterior mode, and the least ESS per
-# particle at which they replace the annealing from the prior. With 8 draws a
-# particle (an ESS of 2-3 a particle) the resampled cloud held so many copies
-# that the next chunks' error bar fell short of their spread (binary digits,
-# PCA(5), seeds 0-11: errors SD 0.25 against a reported 0.18; with 32, SD
-# 0.10 against 0.18); the paper's logistic model at 500 rows gives an ESS of
-# 0.18-0.22 of the draws, the breast cancer and wine data sets (standardised)
-# 0.01-0.02, far from a t, where the annealing runs.
+# particle at which they replace the annealing from the prior. With a few
+# draws a particle the resampled cloud holds so many copies that the next
+# chunks' error bar falls short of their spread; with 32 it does not. Where
+# the posterior is close to a t the ESS is a fair share of the draws; where it
+# is far from one the ESS falls below START_MIN_ESS and the annealing runs.
 START_DRAWS = 32
 START_MIN_ESS = 4.0
-# Moves of the resampled particles on the chunk's posterior: the next chunk's
-# increment on the paper's logistic model at 1e3 rows erred by -0.05 (SD
-# 0.17), -0.12 (0.12) and +0.02 (0.17) with 0, 1 and 3 moves (20 seeds each;
-# 3 moves, 40 seeds: +0.05, SD 0.17, reported std 0.14).
+# Moves of the resampled particles on the chunk's posterior: they spread the
+# copies that resampling leaves, so that the next chunk's increment is
+# unbiased; with no move or one it is biased or its error bar too small.
 START_MOVES = 3
 # move_to_missed_mode: the draws around a mode the particles missed, several
-# per particle, as the t fits such modes loosely (ESS 0.06-0.2 of the draws on
-# the paper's mixture at 1e5 rows, 0.02-0.2 on digits' at 1000):
+# per particle, as the t fits such modes loosely (an ESS of a small share of
+# the draws):
 # RESCUE_ROW_DRAWS draw-rows (the cost of a pass over the store), within
 # [RESCUE_DRAWS, MAX_RESCUE_DRAWS]; and the odds (e^MISSED_MODE_NATS to 1)
-# that its mass dwarfs theirs. At 100 to 1, standardised wine with two
-# components ended 3.8 and 4.5 nats low on two sampler seeds of eleven (the
-# search's excess 3.3-3.7, below log(100)); at 10 to 1 both move and err
-# -0.14 and +0.18, while the calibration benchmark's mixtures, the 3-cluster
-# mixtures at 2e4 and the paper's mixture at 1e3 still never move (their
-# largest excess 0.78; docs/benchmarks.rst, missed-modes).
+# that its mass dwarfs theirs. At 100 to 1 a run whose cloud sits a few nats
+# below a missed mode stays there and its evidence comes out low; at 10 to 1
+# it moves, while the mixtures whose clouds hold the mode, whose excess stays
+# well below log(10), never do (docs: benchmarks, Gaussian mixture).
 RESCUE_DRAWS = 512
 MAX_RESCUE_DRAWS = 1024
 RESCUE_ROW_DRAWS = 2**22
@@ -181,8 +176,7 @@ def chunk_boundary(position, config):
     about a third (``target_ess=0.9``), and at least one step a chunk: to
     ``N`` observations fixed chunks of ``b`` take about ``6 sqrt(d N / b)``
     steps in all, chunks growing with the data about ``3 ln(N) sqrt(d /
-    chunk_growth)`` (the paper's logistic model from 1e4 to 1e5: 385 and
-    185 by these, 430 and 202 counted).
+    chunk_growth)``.
     """
     b = config.batch_size
     return position + b * max(1, int(position * config.chunk_growth) // b)

@@ -180,9 +180,9 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
 
     # The Laplace precision is the posterior's own (exact with known noise):
     # a better metric for the moves than the particles' noisy covariance. In
-    # that metric the warm-up's exact moves need no extra steps: over forty
-    # fits at 1e3 and 1e4 (known and unknown noise) as accurate as with two
-    # per annealing step, in 0.6-0.8 of the CPU (docs/benchmarks.rst).
+    # that metric the warm-up's exact moves need no extra steps: one per
+    # annealing step is as accurate as two, at less cost (docs: benchmarks,
+    # Linear regression).
     _engine_defaults = {"precondition": "curvature", "warmup_factor": 1}
 
     _parameter_constraints = {

@@ -94,8 +94,8 @@ def _warn_if_unscaled(X):
 
 _SINGLE_PRECISION_WHY = """, and on CPUs for this
         model, whose time goes to exponentials and products over the data:
-        the paper's model streamed to ``10**6`` observations takes about a
-        third less CPU than in ``float64``, with errors of the same spread
+        a long stream takes markedly less CPU than in ``float64``, with
+        errors of the same spread
         (:ref:`why <design_notes>`); ``log_evidence_`` and the weights are
         accumulated in double precision either way"""
 
@@ -208,9 +208,9 @@ default=1.0
 
     # The exact warm-up runs in single precision also with dtype="float64": its
     # rounding only perturbs the Metropolis test. Chunks grow with the data (a
-    # sixteenth of it): on the paper's model to 1e5 a third less CPU, to 1e6 a
-    # tenth less, with as accurate an evidence over twelve runs
-    # (docs/benchmarks.rst, "Long streams").
+    # sixteenth of it): fewer, longer chunks take fewer annealing steps and
+    # moves in all on long streams, with as accurate an evidence
+    # (docs: benchmarks, Logistic regression).
     _engine_defaults = {"warmup_dtype": "float32", "chunk_growth": 1 / 16}
 
     def __init__(

@@ -9,15 +9,14 @@ __all__ = ["GaussianPriorModel", "Model", "PreparedBatch", "batch_size_of", "cas
            "row_blocks", "stacked_terms", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
-# particles: the models' [M, K, rows] intermediates stay in the cache. At
-# 2^21 (16384 rows at 128 particles) the logistic and mixture passes took
-# twice the time per row that they take at 2^19 (one thread, 2026-11-26).
+# particles: the models' [M, K, rows] intermediates stay in the cache; a few
+# times larger, they spill to memory and each row costs more.
 BLOCK_ELEMENTS = 1 << 19
 # The same on a GPU, where a block bounds memory alone (the [M, K, rows]
 # intermediates: at most a few hundred MB) and each block costs kernel
-# launches: with 8192 particles, blocks of 2^19 are 64 rows, and the paper's
-# logistic model at 1e6 rows spent half its time launching them (NVIDIA
-# H200, 2026-11-28).
+# launches: with thousands of particles, blocks of 2^19 are a few dozen
+# rows, and a long stream would spend much of its time launching them
+# (docs: benchmarks, On a GPU).
 DEVICE_BLOCK_ELEMENTS = 1 << 25
 
 

@@ -37,20 +37,21 @@ _LOG_2PI = math.log(2.0 * math.pi)
 MAX_RELABELLED = 6
 # Data points each component is moved to in :meth:`mode_candidates`, the
 # EM iterations that follow on at most SEARCH_ROWS rows, and those of the
-# REFINED best on all rows. On the paper's mixture at 1e5 rows, from a cloud
-# trapped 40 nats low, 4 points each found a mode 45 nats above its best
-# particle; on digits (PCA(5), 2 components) at 1000 rows 4 found only a mode
-# a nat below the best, 8 the best.
+# REFINED best on all rows. A few points per component already lift a cloud
+# trapped well below the mode; on a few well-separated components it takes
+# more of them to reach the best mode rather than one just below it
+# (docs: benchmarks, Gaussian mixture).
 RELOCATIONS = 8
 # Climbs from k-means++ seeds, whatever the particles hold, on at most
 # FRESH_ROWS rows; the best FRESH_KEPT join the search. Moving one component
 # at a time cannot leave a configuration that two or more must leave together:
-# on digits (PCA(5)) two sampler seeds of four components ended 90 nats
-# apart, and three of five components 60 nats (each search found only its
-# own cloud's mode); with 128 such starts the seeds 0-3 of each K from 2 to
-# 5 agreed within 0.6 nats, with 8 or 32 not. On all 16384 rows of a search
-# they would cost 11 CPU s at 1e5 rows; on FRESH_ROWS the whole search
-# takes 3.3 s there.
+# without fresh starts, runs that differ only in the sampler's seed each find
+# their own cloud's mode and their evidences disagree by tens of nats; a
+# hundred or so starts make them agree, a few dozen do not. The climbs run on
+# FRESH_ROWS rows: a start only has to reach a mode's basin, which a subsample
+# locates, and on all SEARCH_ROWS rows the many starts would dominate the cost
+# of the search
+# (docs: benchmarks, Gaussian mixture).
 FRESH_STARTS = 128
 FRESH_ROWS = 2048
 FRESH_KEPT = 8
@@ -59,16 +60,14 @@ EM_ITERATIONS = 40
 REFINE_ITERATIONS = 20
 REFINED = 3
 # Entries of the [points, K, rows] joint per block of rows on the CPU, where
-# one call evaluates many points on many rows: they stay in the cache. 128
-# particles on 4096 rows (2.6 million) summed 65536 rows in 83 ms, on 1024
-# rows in 62 ms; the EM's E step, 48 starts on 16384 rows, took 28 ms in one
-# block and 8 ms in blocks of 2048 (torch 2.13.0+cpu, 2 threads, 2026-11-28).
-# On a GPU, base.block_elements.
+# one call evaluates many points on many rows: they stay in the cache, where
+# a larger block spills to memory and each row costs more. On a GPU,
+# base.block_elements.
 CACHE_ELEMENTS = 1 << 19
 # A component whose responsibilities sum to less than this explains no datum
-# (spare_weight): it follows its prior. The paper's light component (weight
-# 0.008, about 8 of 1000 rows) dips below one observation under up to 0.19 of
-# the weight at 1e3 rows, but below a tenth under at most 0.06 (10 seeds).
+# (spare_weight): it follows its prior. A light but real component (a few
+# rows in a thousand) can dip below one observation under a fair share of the
+# posterior; a tenth of one is low enough that it rarely counts as empty.
 EMPTY_COUNT = 0.1
 
 
@@ -178,12 +177,11 @@ class GaussianMixtureModel(Model):
         by EM crosses it (``_relocated_starts``); where two or more
         components must move together, starts that need no cloud do
         (``_fresh_modes``). These climb on a strided subsample of
-        ``rows`` (its mode lies tens of nats below the full data's at 1e5
-        rows), the best ``REFINED`` of them then on all of ``rows`` (the
-        best alone past ``4 * SEARCH_ROWS`` rows, where that EM costs most
-        of the search). ``[REFINED or 1, d]``, in ``theta``'s dtype.
+        ``rows`` (whose mode is not the full data's), the best ``REFINED``
+        of them then on all of ``rows`` (the best alone past
+        ``4 * SEARCH_ROWS`` rows, where that EM costs most of the search). ``[REFINED or 1, d]``, in ``theta``'s dtype.
 
-        The climbs run in single precision, at about half the cost: they
+        The climbs run in single precision, which costs less: they
         only propose points, which the search then rates on every row in
         double precision.
         """
@@ -378,7 +376,7 @@ class GaussianMixtureModel(Model):
         """The weight of the particles with a component that explains less than
         ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``.
 
-        In single precision (about half the cost of double): only counts near ``EMPTY_COUNT``
+        In single precision (cheaper than double): only counts near ``EMPTY_COUNT``
         matter, sums of small responsibilities that it gives to about 1e-7 of
         themselves; each block's counts are added in double. Counts only
         grow from block to block, so a particle leaves the pass once each
@@ -423,7 +421,7 @@ class GaussianMixtureModel(Model):
 
         From a batch of :meth:`prepare_move_batch` the powers of the joint,
         the responsibilities and their sums over the rows are single
-        precision (those steps 1.5x faster at 500-2000 rows, one thread): the joint,
+        precision (the exponentials are most of their cost): the joint,
         whose expanded square cancels, and the logarithms stay double, so
         the log likelihood errs by about 1e-9 of itself; the gradient, whose
         variance terms cancel, by up to 1e-4 of its largest entry (data 40
@@ -577,8 +575,7 @@ class GaussianMixtureModel(Model):
         and each particle gets the average in its own labelling. The scale
         then follows the component, not the particle's position: a scale
         that follows the position of the particle it moves makes the move
-        leave the posterior (the paper priors' iris evidence came out 1-1.5
-        nats high with it).
+        leave the posterior, and the evidence comes out too high.
         """
         kept = theta[live]
         labels = self._match_labels(kept, kept[0])
