@@ -36,13 +36,6 @@ SPREAD_SE = 4.0
 # a healthy run crosses 4 about once in 16000.
 IMPORTANCE_MIN_ESS = 0.2
 IMPORTANCE_Z = 4.0
-# For a posterior with one mode up to relabelling (a mixture) the t at the
-# mode fits worse while the data are few, and 64 draws overstate the ESS
-# there: on standardised iris (150 rows, K = 3) they read 0.3 where 16384
-# draws gave 0.09, and their estimates were 0.1 low with an SD of 0.26
-# against a reported 0.19. From half the draws on (iris, K = 2: ESS 0.53,
-# SD 0.11-0.13 against 0.12 reported) its std holds.
-RELABELLED_MIN_ESS = 0.5
 # Its draws: with an ESS of half of them (the logistic model from 1e4 on) its
 # std is about 0.12 nats, below the annealing's from a few thousand observations
 # on, at a pass over the store for 64 particles.
@@ -226,8 +219,7 @@ class TrustDiagnosticsMixin:
                 "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
                 "can be many nats off (try more n_burnin or n_particles)")
         z = diag["importance_z"]
-        min_ess = IMPORTANCE_MIN_ESS if self._model.unimodal else RELABELLED_MIN_ESS
-        if diag["importance_ess"] >= min_ess and abs(z) > IMPORTANCE_Z:
+        if diag["importance_ess"] >= IMPORTANCE_MIN_ESS and abs(z) > IMPORTANCE_Z:
             n = diag["posterior_gap_n_seen"]
             reasons.append(
                 f"after {n} observations the log evidence is {z:+.1f} combined "
