@@ -35,11 +35,6 @@ SPREAD_SE = 4.0
 # healthy run crosses 4 about once in 16000.
 IMPORTANCE_MIN_ESS = 0.2
 IMPORTANCE_Z = 4.0
-# For a posterior with one mode up to relabelling (a mixture) the t at the
-# mode fits worse while the data are few, and 64 draws overstate the ESS
-# there, so that a low ESS reads as a fair one and the estimate's spread
-# exceeds its reported std. From half the draws on its std holds.
-RELABELLED_MIN_ESS = 0.5
 # Its draws: with an ESS of half of them its std is about a tenth of a nat,
 # below the annealing's once the data are many, at the cost of a pass over
 # the store for 64 particles.
@@ -221,8 +216,7 @@ class TrustDiagnosticsMixin:
                 "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
                 "can be many nats off (try more n_burnin or n_particles)")
         z = diag["importance_z"]
-        min_ess = IMPORTANCE_MIN_ESS if self._model.unimodal else RELABELLED_MIN_ESS
-        if diag["importance_ess"] >= min_ess and abs(z) > IMPORTANCE_Z:
+        if diag["importance_ess"] >= IMPORTANCE_MIN_ESS and abs(z) > IMPORTANCE_Z:
             n = diag["posterior_gap_n_seen"]
             reasons.append(
                 f"after {n} observations the log evidence is {z:+.1f} combined "
