@@ -5,6 +5,9 @@ twice with the standard library's ``csv`` module, in chunks, so its size is
 not limited by memory: the first pass finds the classes (classification)
 and the features' means and standard deviations, the second standardises
 the features and feeds each chunk to :meth:`EvidenceSearch.partial_fit`.
+With ``--degree`` the candidates are pipelines (polynomial features, a
+scaler fitted on the first chunk and then frozen, the estimator), streamed
+as :mod:`skevidence._streaming` streams them.
 """
 
 import argparse
@@ -14,7 +17,9 @@ import math
 import sys
 
 import numpy as np
-from sklearn.preprocessing import StandardScaler
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+from tqdm.auto import tqdm
 
 from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
@@ -30,6 +35,10 @@ MODELS = {
     "logistic": EvidenceLogisticRegression,
     "gmm": EvidenceGMM,
 }
+
+
+# The pipeline's name of --degree; the table calls it "degree".
+_DEGREE = "polynomialfeatures__degree"
 
 
 class CLIError(Exception):
@@ -59,6 +68,47 @@ def _parse_grid(specs):
             raise CLIError(f"--grid {spec!r}: expected NAME=V1,V2,...")
         grid[name.strip()] = [_parse_value(v) for v in values.split(",")]
     return grid
+
+
+def _parse_degrees(text):
+    """``"1,2"`` -> ``[1, 2]``; None stays None (no feature map)."""
+    if text is None:
+        return None
+    try:
+        degrees = [int(v) for v in text.split(",")]
+    except ValueError:
+        degrees = []
+    if not degrees or min(degrees) < 1:
+        raise CLIError(f"--degree {text!r}: expected positive integers D1,D2,...")
+    return degrees
+
+
+def _candidates(estimator, grid, degrees):
+    """The search's base model and grid: the estimator and ``grid`` as they
+    are, or, with ``degrees``, the pipeline of the feature map and the grid
+    with its names addressing the pipeline's steps.
+
+    The map is ``PolynomialFeatures`` (no bias column: the estimators fit
+    their own intercept) then a ``StandardScaler``, since the products of
+    standardised features are not standardised; both are fitted on the
+    first chunk and frozen, so the evidence is that of the model on those
+    frozen features.
+    """
+    if degrees is None:
+        return estimator, grid
+    pipeline = make_pipeline(PolynomialFeatures(include_bias=False), StandardScaler(),
+                             estimator)
+    last = pipeline.steps[-1][0]
+    steps_grid = {f"{last}__{name}": values for name, values in grid.items()}
+    return pipeline, {_DEGREE: degrees, **steps_grid}
+
+
+def _user_name(name, pipeline):
+    """A grid name as the user gave it: ``degree``, or the estimator's parameter
+    without the pipeline's step name."""
+    if not pipeline:
+        return name
+    return "degree" if name == _DEGREE else name.partition("__")[2]
 
 
 def _read_header(path):
@@ -141,19 +191,21 @@ def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
     raise AssertionError("a cell failed to convert but none was found")
 
 
-def _scan(path, columns, target, chunk_size, model=None):
+def _scan(path, columns, target, chunk_size, model=None, progress=False):
     """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels.
 
     A linear model's target is checked here, so that a bad cell stops the
     command before any fit; its values are not collected as classes.
     """
     scaler, classes = StandardScaler(), set()
-    for X, y, lines in _chunks(path, columns, target, chunk_size):
-        scaler.partial_fit(X)
-        if y is not None and model == "linear":
-            _numeric_target(y, lines, path, target)
-        elif y is not None:
-            classes.update(y.tolist())
+    with tqdm(unit="rows", desc="scan", file=sys.stderr, disable=not progress) as bar:
+        for X, y, lines in _chunks(path, columns, target, chunk_size):
+            scaler.partial_fit(X)
+            if y is not None and model == "linear":
+                _numeric_target(y, lines, path, target)
+            elif y is not None:
+                classes.update(y.tolist())
+            bar.update(X.shape[0])
     if not hasattr(scaler, "n_samples_seen_"):
         raise CLIError(f"{path} has a header but no data rows")
     return int(scaler.n_samples_seen_), scaler, _labels(sorted(classes))
@@ -189,32 +241,58 @@ def _check_columns(path, header, model, target):
 
 
 def compare(args):
-    """Fit the grid chunk by chunk and return the table of results (a list of dicts)."""
+    """Fit the grid chunk by chunk and return the table of results (a list of dicts).
+
+    With ``--every N`` the table so far is printed after every ``N`` chunks
+    (the last one excepted: it is the returned table).
+    """
     grid = _parse_grid(args.grid)
+    degrees = _parse_degrees(args.degree)
     header = _read_header(args.data)
     columns = _check_columns(args.data, header, args.model, args.target)
+    if degrees is not None and args.model == "gmm":
+        raise CLIError("--degree is for --model linear and logistic: a mixture's evidence "
+                       "is the density of its own columns, not comparable across feature maps")
     estimator = MODELS[args.model](random_state=args.random_state)
     unknown = sorted(set(grid) - set(estimator.get_params()))
     if unknown:
         raise CLIError(f"--grid: {args.model} has no parameter {', '.join(unknown)} "
                        f"(parameters: {', '.join(sorted(estimator.get_params()))})")
-    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size, args.model)
+    show = _show_progress(args)
+    n, scaler, classes = _scan(args.data, columns, args.target, args.chunk_size, args.model,
+                               progress=show)
     if args.model == "logistic":
         _check_classes(classes, n, args.target)
-    search = EvidenceSearch(estimator, grid, n_jobs=args.n_jobs)
+    search = EvidenceSearch(*_candidates(estimator, grid, degrees), n_jobs=args.n_jobs)
     seen = 0
-    for X, y, lines in _chunks(args.data, columns, args.target, args.chunk_size):
-        X = X if args.no_standardize else scaler.transform(X)
-        if args.model == "logistic":
-            search.partial_fit(X, _class_labels(y, classes), classes=classes)
-        elif args.model == "linear":
-            search.partial_fit(X, _numeric_target(y, lines, args.data, args.target))
-        else:
-            search.partial_fit(X)
-        seen += X.shape[0]
-        if args.verbose:
-            print(f"{seen} / {n} rows", file=sys.stderr, flush=True)
+    with tqdm(total=n, unit="rows", desc="fit", file=sys.stderr, disable=not show) as bar:
+        chunks = _chunks(args.data, columns, args.target, args.chunk_size)
+        for k, (X, y, lines) in enumerate(chunks, start=1):
+            _partial_fit(search, args, X if args.no_standardize else scaler.transform(X),
+                         y, lines, classes)
+            seen += X.shape[0]
+            bar.update(X.shape[0])
+            if args.every and k % args.every == 0 and seen < n:
+                bar.write(_render(_table(search, seen), args), file=sys.stdout,
+                          end="\n" if args.json else "\n\n")
     return _table(search, n)
+
+
+def _show_progress(args):
+    """The bar is on with --verbose, off with --quiet, else where stderr is a terminal."""
+    if args.quiet:
+        return False
+    return args.verbose or sys.stderr.isatty()
+
+
+def _partial_fit(search, args, X, y, lines, classes):
+    """One chunk into the search, its target read as the model needs it."""
+    if args.model == "logistic":
+        search.partial_fit(X, _class_labels(y, classes), classes=classes)
+    elif args.model == "linear":
+        search.partial_fit(X, _numeric_target(y, lines, args.data, args.target))
+    else:
+        search.partial_fit(X)
 
 
 def _class_labels(y, classes):
@@ -274,20 +352,26 @@ def _is_number(text):
 
 def _table(search, n):
     r = search.results_
+    pipeline = isinstance(search.estimator, Pipeline)
     stds = r.get("log_evidence_std")
     rows = []
     for i, params in enumerate(r["params"]):
         std = None if stds is None or not math.isfinite(stds[i]) else float(stds[i])
         rows.append({
-            "params": {k: _plain(v) for k, v in params.items()},
+            "params": _plain_params(params, pipeline),
             "log_evidence": float(r["log_evidence"][i]),
             "log_evidence_std": std,
             "posterior_probability": float(r["posterior_probability"][i]),
             "log_bayes_factor": float(r["log_bayes_factor"][i]),
             "rank": int(r["rank"][i]),
         })
-    return {"n_samples": n, "best_params": {k: _plain(v) for k, v in search.best_params_.items()},
+    return {"n_samples": n, "best_params": _plain_params(search.best_params_, pipeline),
             "results": rows}
+
+
+def _plain_params(params, pipeline):
+    """Parameters under the names the user gave them, as plain Python values."""
+    return {_user_name(k, pipeline): _plain(v) for k, v in params.items()}
 
 
 def _plain(value):
@@ -309,6 +393,13 @@ def _format_table(table):
                      f"  {row['posterior_probability']:>9.4f}  {row['log_bayes_factor']:>14.2f}"
                      f"  {row['rank']:>4}")
     return "\n".join(lines)
+
+
+def _render(table, args):
+    """The table as text, as JSON, or (with --every) as one JSON line among others."""
+    if not args.json:
+        return _format_table(table)
+    return json.dumps(table) if args.every else json.dumps(table, indent=2)
 
 
 def _error_bar(std):
@@ -335,15 +426,26 @@ def build_parser():
     cmp.add_argument("--grid", metavar="NAME=V1,V2,...", action="append", default=[],
                      help="estimator parameter and its values; repeat for more parameters "
                           "(one value fixes a parameter, e.g. --grid n_particles=64)")
-    cmp.add_argument("--json", action="store_true", help="print the table as JSON")
-    cmp.add_argument("--chunk-size", type=int, default=10_000, metavar="ROWS",
+    cmp.add_argument("--degree", metavar="D1,D2,...",
+                     help="compare polynomial feature maps of these degrees (linear and "
+                          "logistic): each candidate is PolynomialFeatures(degree), a "
+                          "StandardScaler, then the model; both fitted on the first chunk "
+                          "and frozen")
+    cmp.add_argument("--json", action="store_true",
+                     help="print the table as JSON (with --every: one table per line)")
+    cmp.add_argument("--chunk-size", "--chunksize", type=int, default=10_000, metavar="ROWS",
                      help="rows per partial_fit call (default 10000)")
+    cmp.add_argument("--every", type=int, default=None, metavar="N",
+                     help="also print the ranking so far after every N chunks")
     cmp.add_argument("--no-standardize", action="store_true",
                      help="use the features as they are in the file")
     cmp.add_argument("--random-state", type=int, default=0, help="seed of every fit (default 0)")
     cmp.add_argument("--n-jobs", type=int, default=None, help="candidates fitted in parallel")
-    cmp.add_argument("-v", "--verbose", action="store_true",
-                     help="print the rows read so far to stderr after every chunk")
+    progress = cmp.add_mutually_exclusive_group()
+    progress.add_argument("-v", "--verbose", action="store_true",
+                          help="show a progress bar on stderr (the default where stderr "
+                               "is a terminal)")
+    progress.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -357,10 +459,12 @@ def main(argv=None):
     try:
         if args.chunk_size < 1:
             raise CLIError("--chunk-size must be a positive integer")
+        if args.every is not None and args.every < 1:
+            raise CLIError("--every must be a positive integer")
         table = compare(args)
     except (CLIError, ValueError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"skevidence compare: error: {message}", file=sys.stderr)
         return 2
-    print(json.dumps(table, indent=2) if args.json else _format_table(table))
+    print(_render(table, args))
     return 0

@@ -81,6 +81,10 @@ def test_text_table(iris_csv, capsys):
     (["{unlabelled}", "--model", "gmm", "--grid", "n_components"], "NAME=V1,V2"),
     (["{unlabelled}", "--model", "gmm", "--grid", "n_comp=1,2"], "no parameter n_comp"),
     (["{unlabelled}", "--model", "gmm", "--grid", "n_components=0"], "'n_components' parameter"),
+    (["{unlabelled}", "--model", "gmm", "--degree", "1,2"], "--degree is for"),
+    (["{labelled}", "--model", "logistic", "--target", "target", "--degree", "0,1"],
+     "positive integers"),
+    (["{unlabelled}", "--model", "gmm", "--every", "0"], "--every must be"),
 ])
 def test_user_errors_give_one_line_and_status_2(iris_csv, capsys, argv, message):
     paths = {"missing": iris_csv / "nope.csv", "labelled": iris_csv / "iris_labelled.csv",
@@ -214,3 +218,87 @@ def test_table_error_bars_show_a_significant_digit():
     from skevidence._cli import _error_bar
 
     assert _error_bar(0.236) == "0.24" and _error_bar(0.0042) == "0.004"
+
+
+# -- streaming a file through feature maps ------------------------------------------------
+
+STREAM_ROWS, STREAM_CHUNK = 20_000, 2_000
+
+
+@pytest.fixture(scope="module")
+def quadratic_csv(tmp_path_factory):
+    """20,000 rows of a target with a quadratic term, for --degree 1,2."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(STREAM_ROWS, 2))
+    y = X[:, 0] - 0.5 * X[:, 1] + 0.3 * X[:, 0] ** 2 + rng.normal(size=STREAM_ROWS)
+    path = tmp_path_factory.mktemp("stream") / "quadratic.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,y", comments="",
+               fmt="%.6g")
+    return path
+
+
+def test_degree_grid_ranks_as_the_streamed_search(quadratic_csv, capsys):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    from skevidence import EvidenceLinearRegression
+    from skevidence.model_selection import EvidenceSearch
+
+    assert main(["compare", str(quadratic_csv), "--model", "linear", "--target", "y",
+                 "--chunksize", str(STREAM_CHUNK), "--degree", "1,2", "--every", "4",
+                 "--json", *FAST]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # no bar: stderr is not a terminal here
+    # --every 4 over 10 chunks: the tables after 4 and 8 chunks, then the final one.
+    tables = [json.loads(line) for line in captured.out.splitlines()]
+    assert [t["n_samples"] for t in tables] == [8000, 16000, STREAM_ROWS]
+    table = tables[-1]
+    assert [r["params"] for r in table["results"]] == [
+        {"degree": d, "n_particles": 16, "n_burnin": 2} for d in (1, 2)]
+    # The same stream through the library: features standardised over the
+    # file, then the pipeline's own scaler fitted on the first chunk.
+    data = np.loadtxt(quadratic_csv, delimiter=",", skiprows=1)
+    X, y = StandardScaler().fit_transform(data[:, :2]), data[:, 2]
+    model = make_pipeline(PolynomialFeatures(include_bias=False), StandardScaler(),
+                          EvidenceLinearRegression(random_state=0, n_particles=16, n_burnin=2))
+    search = EvidenceSearch(model, {"polynomialfeatures__degree": [1, 2]})
+    for start in range(0, STREAM_ROWS, STREAM_CHUNK):
+        search.partial_fit(X[start:start + STREAM_CHUNK], y[start:start + STREAM_CHUNK])
+    assert [r["rank"] for r in table["results"]] == list(search.results_["rank"])
+    assert table["best_params"]["degree"] == 2
+    # The file's scaler is fitted chunk by chunk there and at once here:
+    # the features agree to rounding, and so do the evidences.
+    np.testing.assert_allclose([r["log_evidence"] for r in table["results"]],
+                               search.results_["log_evidence"], rtol=1e-9)
+
+
+def test_the_file_is_parsed_one_chunk_at_a_time(quadratic_csv, capsys, monkeypatch):
+    # Bounded memory: no more than one chunk's rows are parsed at a time,
+    # and the fit pass fits each chunk before the next is read.
+    from skevidence import _cli
+
+    events = []
+    to_arrays, partial_fit = _cli._to_arrays, _cli._partial_fit
+
+    def counting_to_arrays(rows, *args):
+        events.append(("parse", len(rows)))
+        return to_arrays(rows, *args)
+
+    def counting_partial_fit(search, args, X, *rest):
+        events.append(("fit", X.shape[0]))
+        return partial_fit(search, args, X, *rest)
+
+    monkeypatch.setattr(_cli, "_to_arrays", counting_to_arrays)
+    monkeypatch.setattr(_cli, "_partial_fit", counting_partial_fit)
+    assert main(["compare", str(quadratic_csv), "--model", "linear", "--target", "y",
+                 "--chunk-size", str(STREAM_CHUNK), "--degree", "1,2", "--every", "5",
+                 "-v", *FAST]) == 0
+    n_chunks = STREAM_ROWS // STREAM_CHUNK
+    chunk = STREAM_CHUNK
+    assert events == [("parse", chunk)] * n_chunks + [("parse", chunk), ("fit", chunk)] * n_chunks
+    captured = capsys.readouterr()
+    assert f"{STREAM_ROWS}/{STREAM_ROWS}" in captured.err  # the fit pass's bar, forced by -v
+    out = captured.out.splitlines()
+    assert [line for line in out if line.endswith("observations")] == [
+        "10000 observations", "20000 observations"]
+    assert out[out.index("20000 observations") + 2].startswith("degree=2")
