@@ -15,6 +15,7 @@ import csv
 import json
 import math
 import sys
+import warnings
 
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -25,6 +26,7 @@ from ._format import error_bar_decimals
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .linear_model._logistic import (MIN_ROWS_PER_CLASS, check_class_targets,
                                      warn_if_too_many_classes)
+from .exceptions import EvidenceTieWarning
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
@@ -268,8 +270,13 @@ def compare(args):
     with tqdm(total=n, unit="rows", desc="fit", file=sys.stderr, disable=not show) as bar:
         chunks = _chunks(args.data, columns, args.target, args.chunk_size)
         for k, (X, y, lines) in enumerate(chunks, start=1):
-            _partial_fit(search, args, X if args.no_standardize else scaler.transform(X),
-                         y, lines, classes)
+            with warnings.catch_warnings():
+                if seen + X.shape[0] < n:
+                    # A ranking before the last chunk is provisional: warn of
+                    # a tie in the final one only, not once a chunk.
+                    warnings.simplefilter("ignore", EvidenceTieWarning)
+                _partial_fit(search, args, X if args.no_standardize else scaler.transform(X),
+                             y, lines, classes)
             seen += X.shape[0]
             bar.update(X.shape[0])
             if args.every and k % args.every == 0 and seen < n:

@@ -302,3 +302,14 @@ def test_the_file_is_parsed_one_chunk_at_a_time(quadratic_csv, capsys, monkeypat
     assert [line for line in out if line.endswith("observations")] == [
         "10000 observations", "20000 observations"]
     assert out[out.index("20000 observations") + 2].startswith("degree=2")
+
+
+def test_a_tie_is_reported_once_for_the_final_ranking(quadratic_csv, capsys):
+    # Two priors a millionth apart, on the same seed: a tie in every chunk's
+    # ranking, reported for the last one only.
+    from skevidence.exceptions import EvidenceTieWarning
+
+    with pytest.warns(EvidenceTieWarning) as record:
+        run_json(capsys, quadratic_csv, "--model", "linear", "--target", "y",
+                 "--chunksize", "5000", "--grid", "prior_std=1,1.000001")
+    assert len([w for w in record if w.category is EvidenceTieWarning]) == 1
