@@ -20,13 +20,13 @@ import warnings
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._format import error_bar_decimals
+from .exceptions import EvidenceTieWarning
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
 from .linear_model._logistic import (MIN_ROWS_PER_CLASS, check_class_targets,
                                      warn_if_too_many_classes)
-from .exceptions import EvidenceTieWarning
 from .mixture import EvidenceGMM
 from .model_selection import EvidenceSearch
 
