@@ -392,14 +392,13 @@ def test_stated_prior_closed_form_is_the_models():
 
 def test_defaults_are_unchanged():
     # The defaults spelled out, and one per-feature array of equal values,
-    # give the same numbers bit for bit; the default fit's log_evidence_
-    # equals the value before the stated priors were added (same seed, this
-    # data), up to the rounding of another BLAS.
+    # give the same numbers bit for bit. (That the defaults give the numbers
+    # they gave before the stated priors is benchmarks/pinned_fits.py's to
+    # check, on one machine: a stored value holds only on the CPU that made it.)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 3))
     y = 5.0 * (X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=300))
     default = EvidenceLinearRegression(n_particles=64, random_state=0).fit(X, y)
-    assert default.log_evidence_ == pytest.approx(-929.0516289542646, rel=1e-9)
     spelled = EvidenceLinearRegression(n_particles=64, random_state=0, prior_mean=[0.0] * 3,
                                        prior_std=[1.0] * 3, intercept_prior_std=1.0,
                                        noise_prior_shape=1.0).fit(X, y)

@@ -439,15 +439,14 @@ def test_prior_arrays_broadcast_per_feature_and_per_class():
 
 
 def test_defaults_are_unchanged():
-    # The default prior spelled out gives the same numbers bit for bit, and
-    # the value before per-weight priors were added (same seed and data), up
-    # to another BLAS's rounding.
+    # The default prior spelled out gives the same numbers bit for bit. (That
+    # the defaults give the numbers they gave before the stated priors is
+    # benchmarks/pinned_fits.py's to check, on one machine: a stored value
+    # would hold only on the CPU that computed it.)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 3))
-    rng.normal(size=300)  # the stream of the reference's regression targets
     y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
     default = EvidenceLogisticRegression(n_particles=64, random_state=0).fit(X, y)
-    assert default.log_evidence_ == pytest.approx(-170.46441837968632, rel=1e-9)
     spelled = EvidenceLogisticRegression(n_particles=64, random_state=0, prior_mean=[0.0] * 3,
                                          prior_std=np.ones((2, 3)), intercept_prior_mean=0.0,
                                          intercept_prior_std=[1.0, 1.0]).fit(X, y)
