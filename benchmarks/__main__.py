@@ -33,7 +33,9 @@ REGISTRY = {
     "linreg": ("bench_linreg", "--seeds 5", 900),
     "real-data": ("bench_real_data", "", 300),
     "ablation": ("ablation_linreg", "", 1800),
-    "many-parameters": ("bench_highdim", "", 3600),
+    "many-parameters": ("bench_highdim", [
+        "--data paper synth100 --particles 32", "--data digits3",
+        "--data digits --splits 0 1 2 --no-reference"], 3600),
     "highdim-linear": ("bench_highdim_linear", "", 1800),
     "calibration": ("bench_calibration", [
         "", "--models gmm1 gmm3 gmm3ref", "--models gmm3ref --runs 20"], 7200),

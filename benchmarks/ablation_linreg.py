@@ -11,7 +11,6 @@ the sampler's.
     python benchmarks/ablation_linreg.py --size 1e5 --seeds 5
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch
 from skevidence.datasets import make_linear_regression
 from skevidence.inference import sgais
 from skevidence.models import LinearRegressionModel
+from _harness import arguments
 
 PAPER = dict(n_particles=10, target_ess=0.5, resample_threshold=0.0, precondition=None,
              control_variate=None, integrator="sghmc", warmup_factor=1)
@@ -62,7 +62,7 @@ def evidence_error(X, y, settings, exact_draws, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--size", type=float, default=1e5)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()

@@ -26,7 +26,6 @@ is uncertain by a factor of about 2 either way. The measurements (with
 docs/user_guide/settings.rst, "Particle growth".
 """
 
-import argparse
 import time
 import warnings
 
@@ -35,6 +34,7 @@ import torch
 
 from skevidence import EvidenceGMM, EvidenceLogisticRegression
 from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
+from _harness import arguments
 
 
 def logistic(n):
@@ -72,7 +72,7 @@ def run(make, data, params, seeds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=5)

@@ -29,7 +29,6 @@ Draws beyond the particles (``n_draws = 4 M``) do not help: the copies of
 few distinct particles raise the Pareto k (to 4.5 at M = 128).
 """
 
-import argparse
 import time
 import warnings
 
@@ -42,6 +41,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import arguments
 
 
 def exact_posterior(reg, X, y):
@@ -65,7 +65,7 @@ def exact_posterior(reg, X, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--particles", type=int, nargs="+", default=[128, 1024, 4096])
     parser.add_argument("--draws-factor", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--seeds", type=int, default=3)

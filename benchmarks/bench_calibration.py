@@ -31,7 +31,6 @@ the mean error (the sampler's bias, which the std does not capture).
     python benchmarks/bench_calibration.py --models gmm1 gmm3ref        # mixtures
 """
 
-import argparse
 import os
 import sys
 import time
@@ -48,6 +47,7 @@ from skevidence import (  # noqa: E402
     EvidenceLogisticRegression,
 )
 from skevidence.datasets import make_logistic_regression  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 # Engine settings of every fit (--islands sets n_islands).
 ENGINE_OPTIONS = {}
@@ -117,7 +117,7 @@ def calibrate(name, runs, islands):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--runs", type=int, default=None, help="runs per model (default per model)")
     parser.add_argument("--islands", type=int, default=1,

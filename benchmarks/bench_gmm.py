@@ -98,7 +98,6 @@ fixed priors (``mean_prior=0``, ``variance_scale=1``) are passed explicitly.
 # -438168.32, -438169.00, -438167.37 (spread 3.3, 143-159 CPU s), accepting
 # 0-2.3% per checkpoint.
 
-import argparse
 import ast
 import math
 import time
@@ -111,6 +110,7 @@ from skevidence import EvidenceGMM
 from skevidence.datasets import make_gaussian_mixture
 from skevidence.inference.resampling import systematic_resample
 from skevidence.models import GaussianMixtureModel
+from _harness import arguments
 
 # The paper's fixed priors (the estimator's defaults follow the data's scale).
 PAPER_PRIORS = dict(mean_prior=0.0, variance_scale=1.0)
@@ -383,7 +383,7 @@ def estimator_settings(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--param", nargs="*", help="estimator parameter overrides, key=value")

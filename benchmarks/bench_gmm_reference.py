@@ -24,7 +24,6 @@ does not recompute them.
         --trace-at 500 1000 2000 4000    # where the error enters
 """
 
-import argparse
 import json
 import math
 import os
@@ -40,6 +39,7 @@ from bench_gmm import (estimator_settings, log_posterior, posterior_modes,  # no
                        relabelling_maps)
 
 from skevidence import EvidenceGMM  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 # Identifiable 3-cluster 2-D geometries: (centres, per-feature sds, weights).
 GEOMETRIES = {
@@ -157,7 +157,7 @@ def model_of(estimator):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[4000, 20000])
     parser.add_argument("--geometries", nargs="+", default=list(GEOMETRIES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -23,7 +23,6 @@ The references were computed on the CPU (float64); the device runs see the
 same data.
 """
 
-import argparse
 import io
 import json
 import os
@@ -48,6 +47,7 @@ from skevidence import (BayesianModelAverager, EvidenceGMM,  # noqa: E402
                         log_evidence)
 from skevidence.datasets import make_linear_regression, make_logistic_regression  # noqa: E402
 from skevidence.models import LinearRegressionModel  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 REFERENCES = pathlib.Path(__file__).parent / "references"
 METHODS = ["sgais", "ais", "smc", "nested", "sequential", "sequential-nested", "online-nested"]
@@ -210,7 +210,7 @@ def run_table(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--smoke", action="store_true", help="the smoke cases, not the table")
     parser.add_argument("--only", nargs="+", help="the smoke cases whose names hold one of these")

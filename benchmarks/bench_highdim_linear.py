@@ -20,7 +20,6 @@ standard deviation over seeds.
     python benchmarks/bench_highdim_linear.py --data synth80 --sizes 1000 5000 20000 --seeds 3
 """
 
-import argparse
 import time
 import warnings
 
@@ -29,6 +28,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import arguments
 
 PRECONDITIONERS = {"default": None, "covariance": {"curvature_ratio": 0.0}}
 
@@ -45,7 +45,7 @@ def load(name, n):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--data", nargs="+", default=["diabetes2", "synth80"])
     parser.add_argument("--sizes", nargs="+", type=float, default=[5000, 20000],
                         help="N of the synthetic data sets (diabetes2 has 442 rows)")

@@ -34,7 +34,6 @@ increments, the chunks' likelihoods, resampling, bookkeeping).
 ``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
 """
 
-import argparse
 import ast
 import contextlib
 import cProfile
@@ -56,10 +55,7 @@ from skevidence.datasets import (
 )
 from skevidence.inference import moves, sgais
 from skevidence.models import LogisticRegressionModel
-
-# The paper's models as explicit parameter values (bench_linreg.py, bench_gmm.py).
-LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
-GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
+from _harness import GMM_PAPER, LINEAR_PAPER, arguments
 
 
 def logistic_laplace(X, y, n_classes, n_newton=30):
@@ -188,7 +184,7 @@ def per_1e5(cpu, ends, lo, hi):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=float, default=1e6)
     parser.add_argument("--models", nargs="+", default=["linear", "logistic", "gmm"],
                         choices=["linear", "logistic", "gmm"])

@@ -21,16 +21,13 @@ error in nats, the time per chunk near n = 1e4 and at the end, and their
 ratio (flat cost per chunk means a ratio near 1).
 """
 
-import argparse
 import time
 
 import numpy as np
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
-
-# The paper's model, as explicit parameter values.
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
+from _harness import LINEAR_PAPER, arguments
 
 
 def stream(reg, X, y, block):
@@ -67,7 +64,7 @@ def run_dynesty(X, y, prior_std=1.0, noise_std=1.0, seed=0):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
     parser.add_argument("--seeds", type=int, default=1, help="data seeds 0..seeds-1")
     parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")
@@ -84,7 +81,7 @@ def main():
     for N in map(int, args.sizes):
         for seed in range(args.seeds):
             X, y = make_linear_regression(N, random_state=seed)
-            params = PAPER if args.model == "paper" else {}
+            params = LINEAR_PAPER if args.model == "paper" else {}
             reg = EvidenceLinearRegression(random_state=seed, **params)
             block = 10 * reg.batch_size
             seconds = stream(reg, X, y, block)

@@ -28,7 +28,6 @@ set ``OMP_NUM_THREADS=1``: torch's intra-op threads otherwise spin against
 the other processes and the small matrix products here run 10-50x slower.
 """
 
-import argparse
 import math
 import time
 
@@ -38,6 +37,7 @@ import torch
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
+from _harness import arguments
 
 # Nested-sampling references (dynesty 3.1, nlive 500, rslice, default
 # settings) on make_logistic_regression(N, random_state=1): N = 1000 the mean
@@ -131,7 +131,7 @@ def run_dynesty(X, y, n_classes, prior_std=1.0, seed=0, slices=None):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e3, 1e4])
     parser.add_argument("--seeds", type=int, default=1, help="sampler seeds 0..seeds-1")
     parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")

@@ -23,7 +23,6 @@ seeds; ``make_logistic_regression(N)`` is a prefix of the same data seed's
 larger sets) and today's errors are in docs/benchmarks.rst ("Long streams").
 """
 
-import argparse
 import ast
 import json
 import math
@@ -36,6 +35,7 @@ import torch
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
+from _harness import arguments
 
 _DATA_BLOCK = 20_000
 _SAMPLE_BLOCK = 200
@@ -180,7 +180,7 @@ def fit_stream(X, y, ends, seed, options, refs, data_seed, show_cloud):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=float, default=1e5)
     parser.add_argument("--data-seed", type=int, default=1)
     parser.add_argument("--samples", type=int, default=4000)

@@ -17,7 +17,6 @@ error against the closed form, error / std, whether it meets the bar, wall
 seconds and their ratio to SGAIS's in the same run (same N and seed).
 """
 
-import argparse
 import time
 import warnings
 
@@ -25,8 +24,8 @@ import warnings
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
 from skevidence.inference import ENGINES
+from _harness import LINEAR_PAPER, arguments
 
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 FLOOR = {"sequential": 3.0, "sequential-nested": 3.0}
 
 
@@ -45,14 +44,14 @@ def run(method, X, y, seed, model_kw):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", type=float, nargs="+", default=[2000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--methods", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     parser.add_argument("--model", choices=["paper", "default"], default="paper")
     args = parser.parse_args()
-    model_kw = PAPER if args.model == "paper" else {}
+    model_kw = LINEAR_PAPER if args.model == "paper" else {}
     print(f"linear regression, {args.model} model, data seed {args.data_seed}")
     header = (f"{'method':>18} {'N':>6} {'seed':>4} {'log Z':>11} {'std':>6} {'error':>7} "
               f"{'err/std':>7} {'bar':>4} {'seconds':>8} {'x sgais':>7}  notes")

@@ -40,7 +40,6 @@ where the sampler reports them (one evaluation = the full data at one
 parameter vector), and CPU time relative to skevidence's in the same run.
 """
 
-import argparse
 import math
 import multiprocessing
 import os
@@ -61,9 +60,8 @@ from skevidence.datasets import (  # noqa: E402
     make_linear_regression,
     make_logistic_regression,
 )
+from _harness import GMM_PAPER, LINEAR_PAPER, arguments
 
-LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
-GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
 # Importance-sampling references of make_logistic_regression(N, random_state=1)
 # (bench_logistic.importance_sampling, standard error about 0.01 nats).
 LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
@@ -325,7 +323,7 @@ def importable(name):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--sizes", nargs="+", type=float, default=None,
                         help="default: 1e3 1e4 (and 1e5 for linear)")

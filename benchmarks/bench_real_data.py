@@ -22,7 +22,6 @@ on the scale ``c``). Second table: the evidence of a few feature subsets at
 both scales (estimate and exact, Jacobian removed) and their ranks.
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -33,6 +32,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import LINEAR_PAPER, arguments
 
 SCALES = [1.0, 1000.0]
 SUBSETS = {
@@ -43,7 +43,6 @@ SUBSETS = {
     "bmi": ["bmi"],
     "age sex": ["age", "sex"],
 }
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 
 
 def fit_and_score(X_tr, y_tr, X_te, y_te, seed, **params):
@@ -66,7 +65,7 @@ def fit_and_score(X_tr, y_tr, X_te, y_te, seed, **params):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--seeds", type=int, default=3, help="sampler seeds 0..seeds-1")
     parser.add_argument("--paper", action="store_true",
                         help="also fit the paper's unit-scale model (about a minute)")
@@ -85,7 +84,7 @@ def main():
     cpu_seconds = {c: [] for c in SCALES}
     rows = [("default", c, {}) for c in SCALES]
     if args.paper:
-        rows.append(("paper", 1.0, PAPER))
+        rows.append(("paper", 1.0, LINEAR_PAPER))
     for seed in range(args.seeds):
         for name, c, params in rows:
             r = fit_and_score(X_tr, c * y_tr, X_te, c * y_te, seed, **params)

@@ -22,7 +22,6 @@ measure of the load; evidence_vs_n.py and sensitivity.py report CPU
 time). Writes docs/paper/distribution_shift.{png,csv,md}.
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -30,6 +29,7 @@ import numpy as np
 import _common as C
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
+from _harness import arguments
 
 CHANGE_POINTS = (1000, 10_000)
 COLUMNS = ["K", "order", "N", "log Z", "log Z / N", "log Z std", "in-order - shuffled",
@@ -93,7 +93,7 @@ def plot(traces, n_total):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="N = 20_000 (docs/paper)")
     parser.add_argument("--n", type=int, default=None, help="observations (default 100_000)")
     parser.add_argument("--components", nargs="+", type=int, default=[3, 5, 7])

@@ -36,7 +36,6 @@ ratios in evidence_vs_n_speedups.txt; prints the
 table.
 """
 
-import argparse
 import contextlib
 import json
 import math
@@ -47,6 +46,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 import _common as C
+from _harness import arguments
 
 GRIDS = {
     "quick": {"linear": [1000, 3000, 10_000, 30_000, 100_000],
@@ -341,7 +341,7 @@ def load_raw(model, sizes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
     parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
     parser.add_argument("--sizes", nargs="+", type=float, default=None,

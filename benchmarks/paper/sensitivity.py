@@ -25,13 +25,13 @@ sensitivity.MODEL.json (``--reuse`` continues from them; the models can
 run in parallel processes and a last ``--reuse`` run draws the table).
 """
 
-import argparse
 import json
 import time
 
 import numpy as np
 
 import _common as C
+from _harness import arguments
 
 DEFAULTS = {"n_particles": 128, "target_ess": 0.9, "learning_rate": 0.1, "n_burnin": 20,
             "batch_size": 500}
@@ -126,7 +126,7 @@ def plot(rows, parameters):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="small N, 2 / 1 seeds (docs/paper)")
     parser.add_argument("--seeds", type=int, default=None, help="sampler seeds 0..seeds-1")
     parser.add_argument("--models", nargs="+", choices=["linear", "logistic"],
