@@ -1,37 +1,15 @@
 """Streams of a million observations: total time and cost per chunk along the stream.
 
-Each model is fed its paper data set with ``partial_fit`` in ``--blocks``
-equal blocks (multiples of ``batch_size``, so the numbers are those of one
-``fit``): linear regression (the paper's known-noise model, exact evidence
-in closed form), the paper's logistic model (``make_logistic_regression(N,
-random_state=1)``, 44 parameters) and the paper's mixture
-(``make_gaussian_mixture(N, random_state=1)``, ``EvidenceGMM`` with the
-paper's priors ``mean_prior=0``, ``variance_scale=1``).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py                 # N = 1e6, all three
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --n 1e5 --models logistic
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --profile 20    # cProfile, top 20
-    python benchmarks/bench_large_n.py --models gmm --parts              # seconds per part
-
-Columns: model, N, wall and process CPU seconds of the whole stream
-(the CPU time of a one-thread run is the fair number on a shared machine;
-the load average at the start and end is printed), CPU seconds per 1e5
-observations over the first and the last tenth of the stream (flat cost
-per chunk: a last tenth no slower than the first), the mean annealing
-steps per chunk over the same tenths, the log evidence and
-its error against the exact value (linear regression) or, for the
-logistic model, against the Laplace approximation at the posterior mode
-(within 0.05 nats of an importance-sampling reference at N = 1e4 and 0.03
-at N = 1e5, benchmarks/bench_logistic_stream.py); the mixture has no
-reference at this N. ``--parts`` adds a table of the CPU seconds of each
-decade of the stream and of the parts of the run that take them (each
-exclusive of the others nested in it): the warm-up's exact moves, the
-SGHMC moves, the control variate's refreshes, the importance folds, the
-searches for missed modes (all in ``skevidence.inference``) and the
-estimators' checks (``_trust``); "other" is the rest (annealing
-increments, the chunks' likelihoods, resampling, bookkeeping).
-``--options`` passes estimator parameters, e.g.
-``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
+Each model is fed its paper data set in ``--blocks`` equal ``partial_fit``
+calls: linear regression (known noise, exact evidence), the paper's logistic
+model (error against the Laplace approximation at the mode) and the paper's
+mixture (paper priors, no reference). Columns: wall and CPU seconds, CPU
+seconds per 1e5 observations and annealing steps per chunk over the first
+and last tenth of the stream, log Z and its error. ``--parts`` adds the CPU
+seconds of each decade by part (warm-up, SGHMC, control-variate refreshes,
+folds, mode searches, checks, other), each exclusive of the parts nested in
+it; ``--profile K`` prints cProfile's top K; ``--options`` passes estimator
+parameters as a dict literal.
 """
 
 import ast

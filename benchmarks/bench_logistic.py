@@ -1,31 +1,12 @@
 """Accuracy and speed of EvidenceLogisticRegression against nested sampling.
 
-The paper's setting (Cameron, Eggers & Kroon 2019, section 6 and Appendix B.2):
-10 features, 4 classes, 44 parameters with N(0, 1) priors, true parameters
-drawn from the prior. The data are ``make_logistic_regression(N,
-random_state=1)``, whose first 1000 rows are the reference data set
-``logistic_seed1_N1000.npz``; at N = 1000 the table compares with the
-dynesty reference (-624.22 +- 0.40,
-mean of two runs with 500 live points), at N = 10_000 with one dynesty run
-of the same settings (-5655.61 +- 0.52). Both look biased high:
-importance sampling from a Student-t proposal fitted at the posterior mode
-(40% ESS of 4e5 draws, so its standard error is about 0.01 nats) gives
--629.39 on the same data and model, and the Laplace approximation -629.63
-(at N = 10_000: -5664.20 and -5664.22);
-the table therefore also shows that independent check at every N.
-
-    python benchmarks/bench_logistic.py                        # N = 1e3, 1e4
-    python benchmarks/bench_logistic.py --sizes 1e3 --seeds 3
-    python benchmarks/bench_logistic.py --sizes 1e3 1e4 --dynesty   # needs dynesty
-
-Columns: N, sampler seed, wall time of the fit, the log evidence, the
-dynesty reference (N = 1000 and 10_000) and the difference, an independent
-importance-sampling estimate (``importance_sampling``: a Student-t proposal
-fitted at the posterior mode, 2e8 / N draws) and the difference; with
-``--dynesty`` also a fresh dynesty run on the same data (logZ +- its error, time, and how many
-times slower than skevidence it was). On a machine shared with other jobs
-set ``OMP_NUM_THREADS=1``: torch's intra-op threads otherwise spin against
-the other processes and the small matrix products here run 10-50x slower.
+The paper's setting (10 features, 4 classes, 44 parameters, N(0, 1) priors):
+``make_logistic_regression(N, random_state=1)``. Columns: N, sampler seed,
+fit seconds, log Z, the stored dynesty reference (N = 1e3, 1e4) and the
+difference, importance sampling from a Student-t at the posterior mode
+(``importance_sampling``, the independent check) and the difference; with
+``--dynesty`` a fresh dynesty run (``--dynesty-slices`` its slices per new
+live point), its time and its ratio to skevidence's.
 """
 
 import math

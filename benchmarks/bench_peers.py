@@ -1,43 +1,16 @@
 """skevidence side by side with other evidence samplers, on the paper's three models.
 
-Every sampler sees the same data and model and runs on one thread; each
-peer is optional (``pip install skevidence[benchmark]``) and runs in a
-child process under a wall-clock cap (``--time-cap``), so one that is not
-installed, fails or runs too long is reported with a note and the table
-goes on (one stopped at the cap with the CPU seconds it used by then, a
-lower bound of its ratio). Peers and their settings (their defaults unless said):
-
-* ``pymc``: PyMC ``sample_smc`` (2000 draws, IMH kernel), one chain;
-* ``dynesty``: static nested sampling, 500 live points, ``dlogz=0.1``
-  (the settings of the references in bench_logistic.py and bench_gmm.py);
-* ``ultranest``: ``ReactiveNestedSampler`` with its defaults;
-* ``nautilus``: ``nautilus.Sampler`` with its defaults;
-* ``pocomc``: ``pocomc.Sampler`` with its defaults, on the unit cube
-  (the prior transform is part of its likelihood).
-
-Models and references (the error column is against these, not against a
-peer; dynesty is biased high on the 44-parameter logistic model):
-
-* ``linear``: ``make_linear_regression(N, random_state=0)`` with the paper's
-  known unit noise and N(0, 1) priors; the exact evidence in closed form;
-* ``logistic``: ``make_logistic_regression(N, random_state=1)``, 44
-  parameters; importance sampling from a Laplace-fitted multivariate t
-  (bench_logistic.py; its values at N = 1e3 and 1e4 are stored below);
-* ``gmm``: ``make_gaussian_mixture(N, random_state=1)`` with the paper's
-  priors; importance sampling over the relabellings of the posterior mode
-  (bench_gmm_reference.py; its ESS is printed, a low one means the
-  reference is itself unreliable).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models linear --sizes 1e3 1e4 1e5
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models logistic --peers pymc
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --time-cap 600 --peers pymc dynesty
-
-Columns: model, N, sampler, wall and CPU seconds (of the process and,
-for the peers, of the compiler runs it started: PyMC compiles its model
-to C; the CPU time is the fair number on a machine shared with other
-jobs, the load average is printed), log Z, its error against the reference, likelihood evaluations
-where the sampler reports them (one evaluation = the full data at one
-parameter vector), and CPU time relative to skevidence's in the same run.
+Every sampler sees the same data and model on one thread; each peer
+(``pymc`` ``sample_smc``, ``dynesty``, ``ultranest``, ``nautilus``,
+``pocomc``, with their defaults) is optional (``pip install
+skevidence[benchmark]``) and runs in a child process under ``--time-cap``
+seconds, so one that is missing, fails or runs too long gets a note (one
+stopped at the cap shows the CPU seconds it used, a lower bound of its
+ratio). References: the closed form (``linear``), importance sampling from a
+Laplace-fitted t (``logistic``, values stored below) and over the
+relabellings of the mode (``gmm``, with its ESS). Columns: wall and CPU
+seconds (the peers' include the compilers they start), log Z, its error,
+likelihood evaluations where reported, CPU time relative to skevidence's.
 """
 
 import math
