@@ -32,7 +32,7 @@ REGISTRY = {
         "--device cpu --dtypes float64 --particles 128 --models logistic gmm"], 1800),
     "linreg": ("bench_linreg", "--seeds 5", 900),
     "real-data": ("bench_real_data", "", 300),
-    "ablation": ("ablation_linreg", "", 1800),
+    "ablation": ("ablation_linreg", "--size 1e5 --seeds 5", 1800),
     "many-parameters": ("bench_highdim", [
         "--data paper synth100 --particles 32", "--data digits3",
         "--data digits --splits 0 1 2 --no-reference"], 3600),
@@ -59,6 +59,10 @@ REGISTRY = {
     "gp-classifier": ("bench_gp_classifier", "", 600),
     "rbm-partition": ("bench_rbm_partition", "", 600),
     "arviz-draws": ("bench_arviz", "--particles 128 1024 4096", 1800),
+    # The outputs of docs/paper.rst (figures and tables written to docs/paper/).
+    "paper-evidence-vs-n": ("paper/evidence_vs_n", "--quick --dynesty linear", 14400),
+    "paper-distribution-shift": ("paper/distribution_shift", "--quick", 3600),
+    "paper-sensitivity": ("paper/sensitivity", "--quick", 7200),
 }
 
 

@@ -1,14 +1,10 @@
 """Which ingredients of the engine move the evidence error, and by how much.
 
-Runs the SGAIS engine on the paper's linear-regression data with the
-ingredients switched on one at a time, from the paper's own settings to the
-library's defaults, and prints the error against the exact evidence. The
-"exact draws" rows replace the Langevin moves by independent draws from the
-exact tempered posterior (available for this conjugate model), which
-separates the estimator's own error (weights, annealing, resampling) from
-the sampler's.
-
-    python benchmarks/ablation_linreg.py --size 1e5 --seeds 5
+The SGAIS engine on the paper's linear-regression data with the ingredients
+switched on one at a time, from the paper's settings to the library's
+defaults, against the exact evidence. The "exact draws" rows replace the
+moves by independent draws from the exact tempered posterior, separating
+the estimator's own error from the sampler's.
 """
 
 import time

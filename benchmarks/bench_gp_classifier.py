@@ -1,19 +1,11 @@
 """GP-classifier marginal likelihood: SGAIS over seeds against a long reference.
 
-Runs ``examples/plot_gp_classifier.py`` for its model (the user-written
-``GPClassifierLatent``), data (50 iris flowers, versicolor against
-virginica, standardised) and importance sampler, then, for every kernel
-length-scale: scikit-learn's Laplace approximation, importance sampling
-from a multivariate t at the Laplace fit with ``--blocks`` x 100_000 draws
-(the reference), and SGAIS (``skevidence.log_evidence``) over ``--seeds``.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_gp_classifier.py
-    OMP_NUM_THREADS=1 python benchmarks/bench_gp_classifier.py --particles 512 --seeds 0 1 2 3
-
-Columns: length-scale, Laplace, the reference (+- its std), the SGAIS mean
-over seeds, their standard deviation, the mean reported
-``log_evidence_std``, the mean's error against the reference in standard
-errors of the mean, and the mean CPU time of one SGAIS run.
+Takes the model, data and importance sampler of
+``examples/plot_gp_classifier.py``; per kernel length-scale: scikit-learn's
+Laplace approximation, importance sampling from a t at the Laplace fit with
+``--blocks`` x 100_000 draws (the reference), and SGAIS over ``--seeds``:
+its mean, spread, mean reported std, the mean's error in standard errors
+and the CPU seconds of a run.
 """
 
 import argparse

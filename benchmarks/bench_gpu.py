@@ -1,26 +1,13 @@
 """``device="cuda"`` against the CPU: what runs, how fast, how accurate.
 
-Two parts, both on whatever machine runs the script:
-
-* ``--smoke``: every estimator and every ``method`` on small data, on the
-  device, in float32 (SGAIS alone in float64): ``fit``, ``partial_fit``, ``predict`` /
-  ``score``, pickling, and the fitted attributes' types. One line each, OK
-  or the exception (with its traceback), so one run lists all that fails.
-* the table: the paper's logistic regression (44 parameters, data seed 1,
-  against the cached importance-sampling references of
-  ``bench_logistic_stream.py``) and a 3-cluster mixture (``separated``
-  geometry of ``bench_gmm_reference.py``, against its cached reference), on
-  the CPU with the defaults (128 particles, float64, default threads) and on
-  the device with 128-8192 particles in float64 and float32. Wall seconds
-  (the device synchronised), log Z minus the reference, the reported std.
-
-    python benchmarks/bench_gpu.py --smoke
-    python benchmarks/bench_gpu.py --models logistic --logistic-n 10000 --particles 1024 4096
-    python benchmarks/bench_gpu.py --device cpu --smoke      # the script itself, no GPU
-    python benchmarks/bench_gpu.py --smoke --only gmm search # some of the smoke cases
-
-The references were computed on the CPU (float64); the device runs see the
-same data.
+``--smoke``: every estimator and ``method`` on small data on the device
+(float32; SGAIS also float64): ``fit``, ``partial_fit``, ``predict`` /
+``score``, pickling and the fitted attributes' types, one line each, OK or
+the traceback (``--only`` picks cases). Otherwise the table: the paper's
+logistic regression and a ``separated`` 3-cluster mixture against the
+cached references of ``bench_logistic_stream.py`` and
+``bench_gmm_reference.py``, per device, dtype and particle count: wall
+seconds (the device synchronised), log Z minus the reference, the std.
 """
 
 import io

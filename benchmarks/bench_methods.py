@@ -1,20 +1,10 @@
-"""Every evidence estimator of ``method=`` against the closed form (issue 16's bar).
+"""Every evidence estimator of ``method=`` against the closed form.
 
-Linear regression (5 features, seeded data of ``make_linear_regression``),
-by default the paper's model (known unit noise, N(0, 1) coefficients and
-intercept; Cameron, Eggers & Kroon 2019, Appendix B.1), at N = 2000, each
-method with the estimator's defaults (128 particles or live points,
-``n_burnin=20``, ``batch_size=500``). The bar: ``|error| <= max(1, 3 std)``
-(``"sequential"`` methods: ``max(3, 3 std)``) and ``std < 5``.
-
-    python benchmarks/bench_methods.py                         # N = 2000, seeds 0-1
-    python benchmarks/bench_methods.py --sizes 500 2000 --seeds 0 1 2
-    python benchmarks/bench_methods.py --model default         # unknown noise
-    python benchmarks/bench_methods.py --methods sgais ais nested
-
-Columns: method, N, sampler seed, log Z, its ``log_evidence_std_``, the
-error against the closed form, error / std, whether it meets the bar, wall
-seconds and their ratio to SGAIS's in the same run (same N and seed).
+Linear regression (``make_linear_regression``, the paper's model unless
+``--model default``) with each method's defaults. The bar:
+``|error| <= max(1, 3 std)`` (``"sequential"`` methods ``max(3, 3 std)``)
+and ``std < 5``. Columns: log Z, its std, the error, error / std, the bar,
+wall seconds and their ratio to SGAIS's.
 """
 
 import time

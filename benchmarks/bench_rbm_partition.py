@@ -1,18 +1,10 @@
 """RBM log partition function: SGAIS over seeds against exact enumeration.
 
-Runs ``examples/plot_rbm_partition.py`` for its user-written model
-(``RBMVisibleMarginal``), machine (``D = 10`` visible, ``H = 16`` hidden
-units, weights ``scale * W_unit``) and exact enumeration, then estimates
-``log Z`` by ``skevidence.log_evidence`` over ``--seeds`` for every weight
-scale.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_rbm_partition.py
-    OMP_NUM_THREADS=1 python benchmarks/bench_rbm_partition.py --scales 2 3 --particles 512
-
-Columns: weight scale, exact log Z, the SGAIS mean over seeds, their
-standard deviation, the mean reported ``log_evidence_std``, the mean's
-error in standard errors of the mean, the share of runs within 2 reported
-std of the exact value, and the mean CPU time of one run.
+Takes the model and machine of ``examples/plot_rbm_partition.py`` (10
+visible, 16 hidden units, weights ``scale * W_unit``); per weight scale: the
+exact log Z, the SGAIS mean over ``--seeds``, their spread, the mean
+reported std, the mean's error in standard errors, the share within 2 std,
+the CPU seconds of a run.
 """
 
 import argparse
