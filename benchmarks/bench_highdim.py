@@ -30,6 +30,7 @@ from skevidence.datasets import make_logistic_regression
 from skevidence.inference.kernels import ghmc, precision_preconditioner
 from skevidence.models import LogisticRegressionModel
 from _harness import arguments, caught_warnings
+from bench_logistic_stream import LogisticPosterior, t_importance_sampling
 
 def load(name, split=0, test_size=0.3):
     if name == "paper":
@@ -63,32 +64,6 @@ def posterior_mode(model, X, y, n_iter=100):
         if float(step.abs().max()) < 1e-10:
             break
     return theta, model.prior_precision(theta) + model.fisher_information(theta, (X, y))
-
-
-def importance_sampling(model, X, y, mode, precision, n_samples=100_000, n_batches=20,
-                        nu=10.0, seed=0):
-    """log Z from a multivariate t at the Laplace approximation: estimate, standard error, ESS."""
-    d = model.n_params
-    chol = torch.linalg.cholesky(torch.linalg.inv(precision))
-    log_det_half = torch.log(torch.diagonal(chol)).sum()
-    gen = torch.Generator().manual_seed(seed)
-    log_w, per_batch = [], []
-    m = n_samples // n_batches
-    for _ in range(n_batches):
-        z = torch.randn(m, d, generator=gen, dtype=torch.float64)
-        u = _chi2(gen, nu, m)
-        theta = mode + (z / torch.sqrt(u / nu)[:, None]) @ chol.T
-        log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - 0.5 * d * math.log(nu * math.pi)
-                 - log_det_half - 0.5 * (nu + d) * torch.log1p((z**2).sum(1) / u))
-        # (z / sqrt(u/nu)) has squared norm nu |z|^2 / u, so the t kernel is log1p(|z|^2 / u).
-        lw = model.log_prior(theta) + model.log_likelihood(theta, (X, y)).sum(1) - log_q
-        log_w.append(lw)
-        per_batch.append(float(torch.logsumexp(lw, 0)) - math.log(m))
-    log_w = torch.cat(log_w)
-    estimate = float(torch.logsumexp(log_w, 0)) - math.log(log_w.shape[0])
-    se = float(np.std(per_batch, ddof=1)) / math.sqrt(n_batches)
-    w = torch.softmax(log_w, 0)
-    return estimate, se, float(1.0 / (w**2).sum()) / log_w.shape[0]
 
 
 def _chi2(gen, nu, m):
@@ -186,7 +161,9 @@ def reference(data, split, test_size, max_d_is=200):
     model = LogisticRegressionModel(Xs.shape[1], len(np.unique(ytr)))
     mode, precision = posterior_mode(model, Xs, yt)
     if model.n_params <= max_d_is and data not in ("digits", "digits3"):
-        return (*importance_sampling(model, Xs, yt, mode, precision), "IS")
+        log_z, se, ess = t_importance_sampling(LogisticPosterior(Xs, yt, model.n_classes), mode,
+                                               100_000, 10, 0)
+        return log_z, se, ess / 100_000, "IS"
     mean, cov = posterior_moments(model, Xs, yt, mode, precision)
     est, se, ess, _ = annealed_reference(model, Xs, yt, mean, cov)
     return est, se, ess, "AIS"

@@ -32,39 +32,14 @@ from skevidence.datasets import (
     make_logistic_regression,
 )
 from skevidence.inference import moves, sgais
-from skevidence.models import LogisticRegressionModel
 from _harness import GMM_PAPER, LINEAR_PAPER, arguments
+from bench_logistic_stream import LogisticPosterior
 
 
-def logistic_laplace(X, y, n_classes, n_newton=30):
-    """Laplace approximation of the paper's logistic evidence (Newton to the mode).
-
-    The posterior is log-concave; the model's ``fisher_information`` is the
-    exact negative Hessian of the log-likelihood, summed here in blocks.
-    """
-    model = LogisticRegressionModel(X.shape[1], n_classes)
-    d = model.n_params
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    blocks = [(Xt[i : i + 100_000], yt[i : i + 100_000]) for i in range(0, len(X), 100_000)]
-
-    def log_post(theta):
-        return model.log_prior(theta[None])[0] + sum(
-            model.log_likelihood(theta[None], b).sum() for b in blocks)
-
-    def precision(theta):
-        return torch.eye(d, dtype=theta.dtype) / model.prior_std**2 + sum(
-            model.fisher_information(theta, b) for b in blocks)
-
-    theta = torch.zeros(d, dtype=torch.float64)
-    for _ in range(n_newton):
-        grad = model.grad_log_prior(theta[None])[0] + sum(
-            model.grad_log_likelihood(theta[None], b)[0] for b in blocks)
-        step = torch.linalg.solve(precision(theta), grad)
-        theta = theta + step
-        if float(step.abs().max()) < 1e-10:
-            break
-    log_det = torch.linalg.slogdet(precision(theta))[1]
-    return float(log_post(theta) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det)
+def logistic_laplace(X, y, n_classes):
+    """Laplace approximation of the paper's logistic evidence (Newton to the mode)."""
+    post = LogisticPosterior(X, y, n_classes)
+    return post.laplace(post.mode(n_newton=30))
 
 
 def setup(name, n, options=None):

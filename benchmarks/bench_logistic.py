@@ -9,16 +9,14 @@ difference, importance sampling from a Student-t at the posterior mode
 live point), its time and its ratio to skevidence's.
 """
 
-import math
 import time
 
 import numpy as np
-import torch
 
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
-from skevidence.models import LogisticRegressionModel
 from _harness import arguments
+from bench_logistic_stream import LogisticPosterior, t_importance_sampling
 
 # Nested-sampling references (dynesty 3.1, nlive 500, rslice, default
 # settings) on make_logistic_regression(N, random_state=1): N = 1000 the mean
@@ -28,50 +26,16 @@ from _harness import arguments
 REFERENCES = {1000: (-624.22, 0.40), 10_000: (-5655.61, 0.52)}
 
 
-def importance_sampling(X, y, n_classes, n_samples=200_000, n_batches=20, nu=10.0, seed=0):
-    """Independent check: importance sampling from a Laplace-fitted Student t.
+def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
+    """Independent check: importance sampling from a Student t at the posterior mode.
 
-    Newton's method finds the posterior mode (the posterior is log-concave),
-    the Hessian there gives the scale, and a multivariate t with ``nu``
-    degrees of freedom (heavier tails than the posterior) is the proposal.
-    Returns the estimate of ``log Z``, its standard error (spread of
-    ``n_batches`` independent batch estimates / sqrt(n_batches)), the
-    importance-sampling ESS as a fraction, and the Laplace approximation.
+    Returns log Z, its standard error, the ESS as a fraction of the draws and
+    the Laplace approximation (``bench_logistic_stream``'s posterior).
     """
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    model = LogisticRegressionModel(X.shape[1], n_classes)
-    d = model.n_params
-
-    def log_post(theta):
-        return model.log_prior(theta) + model.log_likelihood(theta, (Xt, yt)).sum(1)
-
-    def hessian(theta):
-        return torch.autograd.functional.hessian(lambda t: log_post(t[None])[0], theta[0])
-
-    theta = torch.zeros(1, d, dtype=torch.float64)
-    for _ in range(30):
-        grad = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, (Xt, yt))
-        theta = theta - torch.linalg.solve(hessian(theta), grad[0])[None]
-    chol = torch.linalg.cholesky(torch.linalg.inv(-hessian(theta)))
-    log_det_half = torch.log(torch.diagonal(chol)).sum()
-    laplace = float(log_post(theta)[0] + 0.5 * d * math.log(2 * math.pi) + log_det_half)
-    gen = torch.Generator().manual_seed(seed)
-    chi2 = torch.distributions.Chi2(torch.tensor(nu, dtype=torch.float64))
-    log_w = []
-    for _ in range(n_batches):
-        z = torch.randn(n_samples // n_batches, d, generator=gen, dtype=torch.float64)
-        torch.manual_seed(int(torch.randint(2**31, (1,), generator=gen)))
-        scale = torch.sqrt(nu / chi2.sample((z.shape[0],)))
-        draws = theta + (z * scale[:, None]) @ chol.T
-        log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * math.log(nu * math.pi)
-                 - log_det_half
-                 - (nu + d) / 2 * torch.log1p((z * scale[:, None]).square().sum(1) / nu))
-        log_w.append(log_post(draws) - log_q)
-    per_batch = torch.stack([torch.logsumexp(w, 0) - math.log(w.shape[0]) for w in log_w])
-    all_w = torch.cat(log_w)
-    estimate = float(torch.logsumexp(all_w, 0) - math.log(all_w.shape[0]))
-    ess = float(torch.exp(2 * torch.logsumexp(all_w, 0) - torch.logsumexp(2 * all_w, 0)))
-    return estimate, float(per_batch.std()) / math.sqrt(n_batches), ess / all_w.shape[0], laplace
+    post = LogisticPosterior(X, y, n_classes)
+    mode = post.mode()
+    log_z, se, ess = t_importance_sampling(post, mode, n_samples, nu, seed)
+    return log_z, se, ess / n_samples, post.laplace(mode)
 
 
 def run_dynesty(X, y, n_classes, prior_std=1.0, seed=0, slices=None):
