@@ -24,6 +24,7 @@ from skevidence.datasets import make_gaussian_mixture
 from skevidence.inference.resampling import systematic_resample
 from skevidence.models import GaussianMixtureModel
 from _harness import arguments
+from bench_peers import Mixture, nested_sampling
 
 # The paper's fixed priors (the estimator's defaults follow the data's scale).
 PAPER_PRIORS = dict(mean_prior=0.0, variance_scale=1.0)
@@ -36,33 +37,6 @@ REFERENCE = {1000: (-4494.94, 0.89), 10000: (-44096.59, 0.30)}
 def load(n):
     """The reference data: 2-D, 5 components, data seed 1, prefix-consistent in ``n``."""
     return make_gaussian_mixture(n, n_components=5, random_state=1)
-
-
-def run_dynesty(X, seed):
-    import dynesty
-    from scipy.special import gammainccinv, logsumexp, ndtri
-
-    k, d = 5, X.shape[1]
-
-    def prior_transform(u):
-        v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
-        stick = np.cumprod(1.0 - v)
-        pi = np.append(v * np.concatenate([[1.0], stick[:-1]]), stick[-1])
-        s2 = 1.0 / gammainccinv(1.0, u[k - 1 : k - 1 + k * d])
-        mu = np.sqrt(4.0 * s2) * ndtri(u[k - 1 + k * d :])
-        return np.concatenate([pi[:-1], mu, s2])
-
-    def loglike(theta):
-        pi = np.append(theta[: k - 1], max(1.0 - theta[: k - 1].sum(), 1e-300))
-        mu = theta[k - 1 : k - 1 + k * d].reshape(k, d)
-        s2 = theta[k - 1 + k * d :].reshape(k, d)
-        lp = -0.5 * (((X[:, None, :] - mu) ** 2) / s2 + np.log(2 * np.pi * s2)).sum(-1)
-        return float(logsumexp(lp + np.log(pi), axis=1).sum())
-
-    sampler = dynesty.NestedSampler(loglike, prior_transform, (k - 1) + 2 * k * d, nlive=500,
-                                    rstate=np.random.default_rng(seed))
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    return float(sampler.results.logz[-1])
 
 
 # -- independent check: tempered SMC from t's at the posterior modes --------------------
@@ -322,7 +296,7 @@ def main():
             if args.dynesty:
                 try:
                     start = time.perf_counter()
-                    logz = run_dynesty(X, seed)
+                    logz = nested_sampling(Mixture(n, data=X), seed)[0]
                 except ImportError:
                     print("dynesty is not installed")
                     args.dynesty = False

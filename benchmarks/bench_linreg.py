@@ -15,6 +15,7 @@ import numpy as np
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
 from _harness import LINEAR_PAPER, arguments
+from bench_peers import Linear, nested_sampling
 
 
 def stream(reg, X, y, block):
@@ -25,29 +26,6 @@ def stream(reg, X, y, block):
         reg.partial_fit(X[start : start + block], y[start : start + block])
         seconds.append(time.perf_counter() - t)
     return np.array(seconds)
-
-
-def run_dynesty(X, y, prior_std=1.0, noise_std=1.0, seed=0):
-    """Static nested sampling (500 live points) on the same model and data."""
-    import dynesty
-    from scipy.special import ndtri
-
-    Phi = np.hstack([X, np.ones((X.shape[0], 1))])
-    const = -0.5 * X.shape[0] * np.log(2 * np.pi * noise_std**2)
-
-    def loglike(theta):
-        r = y - Phi @ theta
-        return const - 0.5 * (r @ r) / noise_std**2
-
-    def prior_transform(u):
-        return prior_std * ndtri(u)
-
-    t = time.perf_counter()
-    sampler = dynesty.NestedSampler(loglike, prior_transform, Phi.shape[1], nlive=500,
-                                    rstate=np.random.default_rng(seed))
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    res = sampler.results
-    return res.logz[-1], res.logzerr[-1], time.perf_counter() - t
 
 
 def main():
@@ -81,7 +59,7 @@ def main():
                     f"{exact:>13.3f} {err:>+7.3f} {early:>12.2f} {late:>10.2f} "
                     f"{late / early:>5.2f}")
             if args.dynesty and args.model == "paper":
-                logz, logzerr, dyn_s = run_dynesty(X, y, seed=seed)
+                logz, logzerr, _, dyn_s = nested_sampling(Linear(N, data=(X, y)), seed)
                 speedup = dyn_s / seconds.sum()
                 line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {speedup:>7.1f}"
             print(line, flush=True)

@@ -17,6 +17,7 @@ from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from _harness import arguments
 from bench_logistic_stream import LogisticPosterior, t_importance_sampling
+from bench_peers import Logistic, nested_sampling
 
 # Nested-sampling references (dynesty 3.1, nlive 500, rslice, default
 # settings) on make_logistic_regression(N, random_state=1): N = 1000 the mean
@@ -36,43 +37,6 @@ def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
     mode = post.mode()
     log_z, se, ess = t_importance_sampling(post, mode, n_samples, nu, seed)
     return log_z, se, ess / n_samples, post.laplace(mode)
-
-
-def run_dynesty(X, y, n_classes, prior_std=1.0, seed=0, slices=None):
-    """Static nested sampling as in the reference runs (500 live points).
-
-    ``sample='auto'`` picks random-direction slice sampling for 44
-    dimensions, as in the reference, with ``3 + ndim`` slices per new live
-    point unless ``slices`` says otherwise; the log-likelihood is the
-    reference's (one parameter vector per call, full data).
-    """
-    import dynesty
-    from scipy.special import ndtri
-
-    N, p = X.shape
-    X1T = np.ascontiguousarray(np.hstack([X, np.ones((N, 1))]).T)  # (p + 1, N)
-    onehot = np.zeros((N, n_classes))
-    onehot[np.arange(N), y] = 1.0
-    S = onehot.T @ X1T.T  # sum over the data of x1 per class: the linear term
-
-    def loglike(theta):
-        T = np.hstack([theta[: n_classes * p].reshape(n_classes, p),
-                       theta[n_classes * p :, None]])
-        logits = T @ X1T
-        top = logits.max(0)
-        lse = np.log(np.exp(logits - top).sum(0)) + top
-        return float(np.sum(T * S) - lse.sum())
-
-    def prior_transform(u):
-        return prior_std * ndtri(u)
-
-    t = time.perf_counter()
-    options = {} if slices is None else {"sample": "rslice", "slices": slices}
-    sampler = dynesty.NestedSampler(loglike, prior_transform, n_classes * (p + 1), nlive=500,
-                                    rstate=np.random.default_rng(seed), **options)
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    res = sampler.results
-    return res.logz[-1], res.logzerr[-1], time.perf_counter() - t
 
 
 def main():
@@ -123,8 +87,8 @@ def main():
                 line += f" {'-':>15} {'-':>6}"
             if args.dynesty:
                 if dyn is None:
-                    dyn = run_dynesty(X, y, len(clf.classes_), slices=args.dynesty_slices)
-                logz, logz_err, dyn_seconds = dyn
+                    dyn = nested_sampling(Logistic(N, data=(X, y)), 0, args.dynesty_slices)
+                logz, logz_err, _, dyn_seconds = dyn
                 line += (f" {logz:>10.2f} {logz_err:>5.2f} {dyn_seconds:>7.1f} "
                          f"{dyn_seconds / seconds:>6.1f}")
             print(line, flush=True)

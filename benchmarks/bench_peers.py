@@ -47,8 +47,8 @@ PEERS = ("pymc", "dynesty", "ultranest", "nautilus", "pocomc")
 class Linear:
     name = "linear"
 
-    def __init__(self, n):
-        self.X, self.y = make_linear_regression(n, random_state=0)
+    def __init__(self, n, data=None):
+        self.X, self.y = make_linear_regression(n, random_state=0) if data is None else data
         self.Phi = np.hstack([self.X, np.ones((n, 1))])
         self.d = self.Phi.shape[1]
 
@@ -78,8 +78,8 @@ class Linear:
 class Logistic:
     name = "logistic"
 
-    def __init__(self, n):
-        self.X, self.y = make_logistic_regression(n, random_state=1)
+    def __init__(self, n, data=None):
+        self.X, self.y = make_logistic_regression(n, random_state=1) if data is None else data
         self.K, self.p = int(self.y.max()) + 1, self.X.shape[1]
         self.d = self.K * (self.p + 1)
         self.X1T = np.ascontiguousarray(np.hstack([self.X, np.ones((n, 1))]).T)
@@ -122,8 +122,9 @@ class Mixture:
     name = "gmm"
     k = 5
 
-    def __init__(self, n):
-        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1)
+    def __init__(self, n, data=None):
+        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1) if data is None \
+            else data
         self.D = self.X.shape[1]
         self.d = (self.k - 1) + 2 * self.k * self.D
 
@@ -139,7 +140,7 @@ class Mixture:
 
     def prior_transform(self, u):
         # Dirichlet(1) weights by stick breaking, InvGamma(1, 1) variances,
-        # means N(0, 4 variance): the paper's priors (as bench_gmm.run_dynesty).
+        # means N(0, 4 variance): the paper's priors.
         from scipy.special import gammainccinv, ndtri
         k, D = self.k, self.D
         v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
@@ -191,13 +192,23 @@ def run_pymc(problem, seed):
     return float(values[np.isfinite(values)][-1]), None
 
 
-def run_dynesty(problem, seed):
+def nested_sampling(problem, seed, slices=None):
+    """dynesty's static sampler as in the reference runs (500 live points, ``dlogz=0.1``;
+    ``slices``: random-slice moves with that many slices): log Z, its error, calls, seconds."""
     import dynesty
+    t = time.perf_counter()
+    options = {} if slices is None else {"sample": "rslice", "slices": slices}
     sampler = dynesty.NestedSampler(problem.loglike, problem.prior_transform, problem.d,
-                                    nlive=500, rstate=np.random.default_rng(seed))
+                                    nlive=500, rstate=np.random.default_rng(seed), **options)
     sampler.run_nested(dlogz=0.1, print_progress=False)
     res = sampler.results
-    return float(res.logz[-1]), int(np.sum(res.ncall))
+    return (float(res.logz[-1]), float(res.logzerr[-1]), int(np.sum(res.ncall)),
+            time.perf_counter() - t)
+
+
+def run_dynesty(problem, seed):
+    logz, _, calls, _ = nested_sampling(problem, seed)
+    return logz, calls
 
 
 def run_ultranest(problem, seed):

@@ -15,7 +15,6 @@ ratios in evidence_vs_n_speedups.txt.
 
 import contextlib
 import json
-import math
 import signal
 import time
 
@@ -139,18 +138,10 @@ def run_dynesty(model, data, sizes, args):
     for n in sizes:
         X, y = data(n)
         t = time.process_time()
-        if model == "linear":
-            from bench_linreg import run_dynesty as ns
+        from bench_peers import PROBLEMS, nested_sampling
 
-            log_z, err, _ = ns(X, y, seed=args.seed)
-        elif model == "logistic":
-            from bench_logistic import run_dynesty as ns
-
-            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=args.seed)
-        else:
-            from bench_gmm import run_dynesty as ns
-
-            log_z, err = ns(X, args.seed), math.nan
+        problem = PROBLEMS[model](n, data=X if y is None else (X, y))
+        log_z, err, _, _ = nested_sampling(problem, args.seed)
         seconds = time.process_time() - t
         results[n] = (log_z, err, seconds, 0)
         if seconds > args.max_seconds:
