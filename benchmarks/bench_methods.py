@@ -7,30 +7,24 @@ and ``std < 5``. Columns: log Z, its std, the error, error / std, the bar,
 wall seconds and their ratio to SGAIS's.
 """
 
-import time
-import warnings
 
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
 from skevidence.inference import ENGINES
-from _harness import LINEAR_PAPER, arguments
+from _harness import LINEAR_PAPER, Timed, arguments
 
 FLOOR = {"sequential": 3.0, "sequential-nested": 3.0}
 
 
 def run(method, X, y, seed, model_kw):
     est = EvidenceLinearRegression(method=method, random_state=seed, **model_kw)
-    t = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
+    try:
+        with Timed() as t:
             est.fit(X, y)
-        except FloatingPointError as exc:
-            return None, time.perf_counter() - t, str(exc).split(":")[0]
-    seconds = time.perf_counter() - t
-    notes = "; ".join(sorted({type(w.message).__name__ for w in caught}))
-    return est, seconds, notes
+    except FloatingPointError as exc:
+        return None, t.wall, str(exc).split(":")[0]
+    return est, t.wall, "; ".join(t.warnings)
 
 
 def main():

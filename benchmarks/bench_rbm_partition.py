@@ -7,23 +7,21 @@ reported std, the mean's error in standard errors, the share within 2 std,
 the CPU seconds of a run.
 """
 
-import argparse
 import math
 import runpy
-import time
-import warnings
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 
 import skevidence
+from _harness import arguments, over_seeds
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plot_rbm_partition.py"
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = arguments(__doc__)
     parser.add_argument("--scales", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, 3.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     parser.add_argument("--particles", type=int, default=128)
@@ -39,17 +37,10 @@ def main():
         W = scale * W_unit
         exact = example["exact_log_partition"](W, b, c)
         data = np.column_stack([W.T, c])
-        estimates, stds, cpu = [], [], []
-        for seed in args.seeds:
-            start = time.process_time()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = skevidence.log_evidence(example["RBMVisibleMarginal"](b), data,
-                                                 n_particles=args.particles, random_state=seed)
-            cpu.append(time.process_time() - start)
-            estimates.append(result.log_evidence + 0.5 * D * math.log(2 * math.pi))
-            stds.append(result.log_evidence_std)
-        estimates, stds = np.array(estimates), np.array(stds)
+        estimates, stds, cpu = over_seeds(lambda seed: skevidence.log_evidence(
+            example["RBMVisibleMarginal"](b), data, n_particles=args.particles,
+            random_state=seed), args.seeds)
+        estimates = estimates + 0.5 * D * math.log(2 * math.pi)
         sem = estimates.std(ddof=1) / math.sqrt(len(estimates))
         inside = np.mean(np.abs(estimates - exact) <= 2 * stds)
         print(f"{scale:6.2f} {exact:10.3f} {estimates.mean():10.3f} {estimates.std(ddof=1):8.3f} "
