@@ -8,17 +8,14 @@ seconds per 1e5 observations and annealing steps per chunk over the first
 and last tenth of the stream, log Z and its error. ``--parts`` adds the CPU
 seconds of each decade by part (warm-up, SGHMC, control-variate refreshes,
 folds, mode searches, checks, other), each exclusive of the parts nested in
-it; ``--profile K`` prints cProfile's top K; ``--options`` passes estimator
-parameters as a dict literal.
+it; ``--options`` passes estimator parameters as a dict literal.
 """
 
 import ast
 import contextlib
-import cProfile
 import functools
 import math
 import os
-import pstats
 import time
 
 import numpy as np
@@ -142,8 +139,6 @@ def main():
     parser.add_argument("--models", nargs="+", default=["linear", "logistic", "gmm"],
                         choices=["linear", "logistic", "gmm"])
     parser.add_argument("--blocks", type=int, default=100, help="partial_fit calls per stream")
-    parser.add_argument("--profile", type=int, default=0,
-                        help="print the top PROFILE functions of a cProfile of each stream")
     parser.add_argument("--parts", action="store_true",
                         help="print the CPU seconds of each decade of the stream, by part")
     parser.add_argument("--options", default="{}",
@@ -158,13 +153,8 @@ def main():
           f"{'rel. error':>10}", flush=True)
     for name in args.models:
         est, data, kwargs, reference = setup(name, n, options)
-        profiler = cProfile.Profile() if args.profile else None
-        if profiler:
-            profiler.enable()
         parts = [] if args.parts else None
         cpu, wall, ends = stream(est, data, kwargs, args.blocks, parts)
-        if profiler:
-            profiler.disable()
         first, last = per_1e5(cpu, ends, 0, n / 10), per_1e5(cpu, ends, 0.9 * n, n)
         trace = est.evidence_trace_
         steps_first = trace["n_annealing_steps"][trace["n_seen"] <= n / 10].mean()
@@ -179,8 +169,6 @@ def main():
         print(line, flush=True)
         if parts is not None:
             print_parts(cpu, ends, parts)
-        if profiler:
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
     print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 
