@@ -126,6 +126,8 @@ def main(argv=None):
             print(f"{name:<22} cap {cap:>6.0f} s  " + "\n".ljust(40).join(
                 command(module, a) for a in argvs))
         return 0
+    if args.name == "all" and extra is not None:
+        parser.error("arguments after -- go with one table, not all")
     names = list(REGISTRY) if args.name == "all" else [args.name]
     status = [run(name, extra, args.time_cap) for name in names]
     return max(status)
