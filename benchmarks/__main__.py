@@ -3,8 +3,9 @@
 ``--list`` names the tables, ``all`` runs every one in turn. Each run is a
 fresh process of one script of this folder, on this checkout's skevidence,
 with ``OMP_NUM_THREADS=1`` unless set, stopped at its time cap (``--time-cap``
-overrides every cap). Arguments after ``--`` replace the table's own, for a
-quick run with smaller settings::
+overrides every cap). Arguments after ``--`` go after the table's own in each
+of its runs, where a later option overrides an earlier one: a quick run with
+smaller settings::
 
     python -m benchmarks --list
     python -m benchmarks linreg
@@ -59,6 +60,12 @@ REGISTRY = {
     "gp-classifier": ("bench_gp_classifier", "", 600),
     "rbm-partition": ("bench_rbm_partition", "", 600),
     "arviz-draws": ("bench_arviz", "--particles 128 1024 4096", 1800),
+    # The tables that a loop over fit measured.
+    "nested-moves": ("bench_loops", "--table nested-moves", 900),
+    "mixture-1e5": ("bench_loops", "--table mixture-1e5", 3600),
+    "missed-modes": ("bench_loops", "--table missed-modes", 7200),
+    "mixture-scale-bias": ("bench_loops", "--table mixture-scale-bias", 3600),
+    "iris-search": ("bench_loops", "--table iris-search", 1800),
     # The outputs of docs/paper.rst (figures and tables written to docs/paper/).
     "paper-evidence-vs-n": ("paper/evidence_vs_n", "--quick --dynesty linear", 14400),
     "paper-distribution-shift": ("paper/distribution_shift", "--quick", 3600),
@@ -68,11 +75,8 @@ REGISTRY = {
 
 def runs_of(name, extra=None):
     module, argvs, cap = REGISTRY[name]
-    if extra is not None:
-        argvs = [" ".join(extra)]
-    elif isinstance(argvs, str):
-        argvs = [argvs]
-    return module, [a.split() for a in argvs], cap
+    argvs = [argvs] if isinstance(argvs, str) else argvs
+    return module, [a.split() + list(extra or []) for a in argvs], cap
 
 
 def command(module, argv):
@@ -114,7 +118,8 @@ def main(argv=None):
     extra = None
     if "--" in argv:
         extra, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("name", nargs="?", choices=[*REGISTRY, "all"], help="a table, or all")
     parser.add_argument("--list", action="store_true", help="name every table and its commands")
     parser.add_argument("--time-cap", type=float, default=None,

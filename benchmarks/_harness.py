@@ -26,7 +26,7 @@ def caught_warnings():
 
 
 class Timed:
-    """``with Timed() as t:`` ... then ``t.wall``, ``t.cpu`` (seconds) and ``t.warnings`` (names)."""
+    """``with Timed() as t:`` ..., then ``t.wall``, ``t.cpu`` (seconds), ``t.warnings`` (names)."""
 
     def __enter__(self):
         self._caught = caught_warnings()
