@@ -1,17 +1,12 @@
 """Which ingredients of the engine move the evidence error, and by how much.
 
-Runs the SGAIS engine on the paper's linear-regression data with the
-ingredients switched on one at a time, from the paper's own settings to the
-library's defaults, and prints the error against the exact evidence. The
-"exact draws" rows replace the Langevin moves by independent draws from the
-exact tempered posterior (available for this conjugate model), which
-separates the estimator's own error (weights, annealing, resampling) from
-the sampler's.
-
-    python benchmarks/ablation_linreg.py --size 1e5 --seeds 5
+The SGAIS engine on the paper's linear-regression data with the ingredients
+switched on one at a time, from the paper's settings to the library's
+defaults, against the exact evidence. The "exact draws" rows replace the
+moves by independent draws from the exact tempered posterior, separating
+the estimator's own error from the sampler's.
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -20,6 +15,7 @@ import torch
 from skevidence.datasets import make_linear_regression
 from skevidence.inference import sgais
 from skevidence.models import LinearRegressionModel
+from _harness import arguments
 
 PAPER = dict(n_particles=10, target_ess=0.5, resample_threshold=0.0, precondition=None,
              control_variate=None, integrator="sghmc", warmup_factor=1)
@@ -62,7 +58,7 @@ def evidence_error(X, y, settings, exact_draws, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--size", type=float, default=1e5)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()

@@ -1,32 +1,13 @@
 """Adaptive Resample-Move (``max_particles``): variance of the evidence per CPU second.
 
-Fraccaro, Paquet & Winther (2016) grow the particle set where an SMC
-sampler's steps contribute most variance. This measures what that buys in
-SGAIS: repeated fits with different sampler seeds on the same data, once
-with a fixed particle count, once with growth up to ``--growth`` times
-``n_particles``, and once with a fixed count doubled (the plain way to
-spend more CPU on less variance). The figure of merit is the variance of
-``log_evidence_`` over seeds times the mean CPU seconds of a fit (lower is
-better: the variance one CPU second buys), and its ratio to the fixed
-count measured in the same run.
-
-Models: the paper's logistic regression (``make_logistic_regression(N,
-random_state=1)``, 10 features, 4 classes, the library defaults as in
-benchmarks/bench_logistic.py) and a three-component 2-D Gaussian mixture
-(``make_gaussian_mixture(N, n_components=3, random_state=0)`` fitted with
-``EvidenceGMM(n_components=3)``).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_arm.py                  # N = 1000, 5 seeds
-    OMP_NUM_THREADS=1 python benchmarks/bench_arm.py --models logistic --n 2000 --seeds 6
-
-CPU seconds are ``time.process_time`` of each fit; with 5 seeds the
-standard deviation itself is uncertain by about +-35%, so a variance ratio
-is uncertain by a factor of about 2 either way. The measurements (with
-``--n-particles 32``, N = 1000 and 2000) are in the user guide,
-docs/user_guide/settings.rst, "Particle growth".
+Repeated fits over sampler seeds on the same data with a fixed particle
+count, with growth up to ``--growth`` times ``n_particles``, and with the
+count doubled; the figure of merit is the variance of ``log_evidence_``
+over seeds times the mean CPU seconds of a fit, and its ratio to the fixed
+count. Models: the paper's logistic regression and a three-component 2-D
+mixture (``EvidenceGMM(n_components=3)``).
 """
 
-import argparse
 import time
 import warnings
 
@@ -35,6 +16,7 @@ import torch
 
 from skevidence import EvidenceGMM, EvidenceLogisticRegression
 from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
+from _harness import arguments
 
 
 def logistic(n):
@@ -72,7 +54,7 @@ def run(make, data, params, seeds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=5)

@@ -1,35 +1,14 @@
-"""to_inference_data on diabetes against the exact conjugate posterior (issue 29's bar).
+"""to_inference_data on diabetes against the exact conjugate posterior.
 
-``load_diabetes`` (442 rows, 10 features) in ``make_pipeline(StandardScaler(),
-EvidenceLinearRegression(n_particles=M))`` with ``set_output(transform="pandas")``,
-so that ``az.summary(pipe[-1].to_inference_data())`` lists ``coef`` by feature
-name. The bar: the summary's posterior means of ``coef`` within 0.05
-posterior sd of the exact (Normal-Inverse-Gamma) posterior means under the
-fitted priors, and ``az.loo`` within 1 nat of the exact leave-one-out log
-predictive density (Student t per point), with its Pareto k.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_arviz.py                 # seeds 0..2
-    python benchmarks/bench_arviz.py --particles 1024 4096 --draws-factor 1 4
-
-One row per particle count, draws per particle and seed: the largest
-|summary mean - exact mean| / exact posterior sd over the 10 coefficients,
-the same for the particles' weighted mean (no resampling noise), the ESS of
-the weights, PSIS-LOO minus the exact LOO, the largest Pareto k, the
-number above 0.7, and the fit and export seconds.
-
-Measured (2026-11-25, shared 2-core machine, one thread, seeds 0-2): the bar
-needs 4096 particles, with the default ``n_draws`` (one per particle):
-largest coefficient deviation 0.029-0.035 posterior sd (the weighted
-particles alone 0.029-0.038: the particle cloud's own error, not the
-resampling's, sets the floor), LOO off the exact by -0.19 to +0.19 nats,
-Pareto k at most 0.34, fit 10-12 s, export under 0.15 s. 1024 particles:
-0.038-0.087 sd (ESS 537-1007), LOO within 0.29 nats, k at most 0.49.
-128 (the default): 0.12-0.36 sd, LOO -1.14 to +0.15 nats, k up to 1.37.
-Draws beyond the particles (``n_draws = 4 M``) do not help: the copies of
-few distinct particles raise the Pareto k (to 4.5 at M = 128).
+``load_diabetes`` in ``make_pipeline(StandardScaler(),
+EvidenceLinearRegression(n_particles=M))`` with pandas output. One row per
+particle count, draws per particle and seed: the largest deviation of
+``az.summary``'s coefficient means from the exact posterior means (and of
+the weighted particles' means) in posterior sd, the weights' ESS, PSIS-LOO
+minus the exact LOO, the largest Pareto k and the count above 0.7, and the
+fit and export seconds.
 """
 
-import argparse
 import time
 import warnings
 
@@ -42,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import arguments
 
 
 def exact_posterior(reg, X, y):
@@ -65,7 +45,7 @@ def exact_posterior(reg, X, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--particles", type=int, nargs="+", default=[128, 1024, 4096])
     parser.add_argument("--draws-factor", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--seeds", type=int, default=3)

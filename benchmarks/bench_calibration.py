@@ -1,37 +1,14 @@
 """Is ``log_evidence_std_`` calibrated? Coverage of the error bar against references.
 
-One row per setting: the estimator is fitted on ``runs`` seeded data sets
-(sampler seed = data seed) and its error against a reference is compared
-with its own ``log_evidence_std_``:
-
-- ``linear``: the paper's linear regression (5 features, tests/conftest.py
-  ``paper_linear_data``) at N = 2e4 against the closed form;
-- ``logistic``: 3 features, 3 classes (``make_logistic_regression``) at
-  N = 2000 against importance sampling from a Laplace-fitted t
-  (``bench_logistic.importance_sampling``; its own standard error is
-  printed and is far below the errors measured);
-- ``gmm1``: a one-component EvidenceGMM (2-D Gaussian data) against its
-  closed form;
-- ``gmm3``: a three-cluster data set, one data set and ``runs`` sampler
-  seeds: no reference, so the column ``spread`` is the std of the
-  estimates over seeds and ``std/spread`` compares the error bar with it;
-- ``gmm3ref``: three-cluster 2-D data at N = 4000, the geometries of
-  ``bench_gmm_reference.py`` in turn (data seed = sampler seed), against
-  its relabelling-symmetrised importance-sampling reference (standard
-  error about 0.004 nats).
-
-Columns: coverage of 1 and 2 std (the fraction of runs whose |error| is
-below 1 or 2 ``log_evidence_std_``; 0.68 and 0.95 for an exact Gaussian
-error bar), mean std / RMS error (1 when calibrated), the RMS error and
-the mean error (the sampler's bias, which the std does not capture).
-
-    python benchmarks/bench_calibration.py                      # all, about 10 min
-    python benchmarks/bench_calibration.py --models linear --runs 20
-    python benchmarks/bench_calibration.py --models linear --islands 8   # island variant
-    python benchmarks/bench_calibration.py --models gmm1 gmm3ref        # mixtures
+Settings (``--models``): ``linear`` (paper's linear regression, N = 2e4,
+closed form), ``logistic`` (3 features, 3 classes, N = 2000, importance
+sampling from a Laplace-fitted t), ``gmm1`` (one component, closed form),
+``gmm3`` (three clusters, no reference: the spread over sampler seeds),
+``gmm3ref`` (the geometries of ``bench_gmm_reference.py`` at N = 4000,
+against its reference). Columns: coverage of 1 and 2 std, mean std over the
+RMS error, the RMS and the mean error.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -48,6 +25,7 @@ from skevidence import (  # noqa: E402
     EvidenceLogisticRegression,
 )
 from skevidence.datasets import make_logistic_regression  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 # Engine settings of every fit (--islands sets n_islands).
 ENGINE_OPTIONS = {}
@@ -117,7 +95,7 @@ def calibrate(name, runs, islands):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--runs", type=int, default=None, help="runs per model (default per model)")
     parser.add_argument("--islands", type=int, default=1,

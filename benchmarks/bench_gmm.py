@@ -6,99 +6,11 @@ first rows of the N = 1e4 data), bit for bit the data of the dynesty
 reference runs. The table has one row per (N, sampler seed): wall time, skevidence's log evidence, the
 dynesty reference, and their difference.
 
-    python benchmarks/bench_gmm.py --n 1000 10000 --seeds 0 1 2
-    python benchmarks/bench_gmm.py --n 100000 --seeds 0 1 2 3 4
-    python benchmarks/bench_gmm.py --n 1000 --dynesty     # also run dynesty
-    python benchmarks/bench_gmm.py --n 10000 --smc        # also tempered SMC
-
-``--smc`` adds an independent estimate per seed (:func:`tempered_smc`:
-tempered SMC with HMC moves from t's at the posterior modes that EM
-finds; about 8 min at N = 1e3 and 17 min at N = 1e4) and the Laplace
-approximation summed over those modes.
-
-Options of the estimator can be overridden, e.g. ``--param n_particles=256``,
-and engine settings with ``--engine precondition=covariance``. The paper's
-fixed priors (``mean_prior=0``, ``variance_scale=1``) are passed explicitly.
+``--smc`` adds tempered SMC with HMC moves from t's at the posterior modes
+that EM finds and the Laplace sum over them (:func:`tempered_smc`);
+``--param key=value`` and ``--engine key=value`` override the estimator.
 """
 
-# How the mixture's engine defaults were chosen (moved from the EvidenceGMM
-# docstring; paper's fixed priors, measured with this script). The warm-up
-# has since become Metropolis-adjusted again (``exact_warmup=True``,
-# ``warmup_factor=2``), chosen against the importance-sampling reference of
-# bench_gmm_reference.py, which unlike dynesty has a standard error of
-# 0.004 nats on identifiable mixtures: there the unadjusted warm-up below
-# was high by a median 1.0 nat.
-#
-# The posterior of a mixture is multimodal (the ``K!`` label permutations
-# and poorer local optima), so the engine settings differ from the linear
-# models (``_engine_defaults``; ``--engine`` overrides them through the
-# ``engine_options`` parameter), chosen by measurement on the paper's
-# setting (2-D, 5 components, N = 1e4, dynesty reference -44096.59;
-# ``benchmarks/bench_gmm.py``, differences over sampler seeds 0-3):
-#
-# * one control-variate reference point per particle
-#   (``control_variate="particle"``): a shared reference sits between
-#   permutation modes and corrects every particle's gradient wrongly;
-# * a diagonal preconditioner from the model's Fisher
-#   information (``precondition="model"``): the particle covariance
-#   spans the permutation modes (with it the sampler diverged on the
-#   first chunk), and the isotropic ``learning_rate / n`` step moves a
-#   wide, light component (variance 22, weight 0.06) 20 times slower
-#   than a narrow, heavy one (isotropic, learning rate 0.1: -2.8, -2.5,
-#   -6.1 nats);
-# * ``learning_rate=0.007``, a step per unit of posterior standard
-#   deviation: 0.1 gave -14.4, -9.0, -15.1 nats (discretisation and
-#   gradient-noise bias), 0.02 -2.2, -2.0, -1.5, -2.6, 0.007 -1.8,
-#   -1.3, -0.5, -1.2, -2.7 (seeds 0-4), and 0.003 -2.5, -2.9, -6.9,
-#   -4.3 (too slow to mix). Doubling ``n_burnin`` or ``n_particles``
-#   did not lower the remaining bias of about -1.5 nats (-2.7 and -2.4
-#   on average over seeds 0-3);
-# * the unadjusted warm-up (``4 * n_burnin`` steps of the same sampler
-#   below 1000 observations, ``exact_warmup=False``) instead of the
-#   linear models' Metropolis-adjusted one: with the latter the
-#   differences at N = 1e4 were -3.0, -2.0, -1.8, -1.7, -3.1 (seeds 0-4),
-#   although at N = 1e3 they were as small (-0.6 to -1.2).
-#
-# With these defaults a fit of the N = 1e4 data takes about 17 s on one
-# CPU core (dynesty: about 1300 s), and at N = 1e3 the differences from
-# the reference -4494.94 +- 0.9 are -1.0, -0.6, -0.9, -0.2, -0.7 nats.
-# Over 20 sampler seeds at N = 1e4 the difference is -2.2 +- 1.0 nats
-# (worst -3.7): particle clouds that never find the data's smallest
-# component (weight 0.008, inside the heaviest) fall behind, and at
-# N = 1e5 runs spread over about 20 nats for that reason
-# (``benchmarks/bench_gmm.py``). The reference is itself uncertain by a
-# few nats: tempered SMC from t's at the posterior modes that EM finds
-# (``bench_gmm.py --smc``), which misses modes no EM start reaches and
-# so errs low, gives -44100.8 at N = 1e4 and -4496.3 at N = 1e3, below
-# both dynesty and these runs.
-
-# Mode discovery at N = 1e5 (issue 14, item 3; session 3, not solved). EM
-# (scikit-learn, 12 random starts, diagonal) on these data: at N = 1e4 the
-# best optimum splits the heaviest component (weight 0.59) into two
-# overlapping ones and has no weight-0.008 component; the configuration with
-# it is 1.0 nat lower. At 3e4 it is 7.8 nats higher than the split ones, at
-# 1e5 20 nats (split optima at -20 to -30, one splitting the 0.23 component at
-# -53). The light component is a wide halo in the y direction around the
-# heaviest one (mean (0.6, -2.1), variances (0.7-1.0, 6.5)), not a separate
-# cluster. Default clouds at N = 3e4 (sampler seeds 0 and 1) hold four real
-# components and a fifth of weight about 0.001 (some 30 observations) in the
-# heaviest one's tail: a weak version of the halo. A move tried for it,
-# "PairJumps" (independence Metropolis-Hastings on a pair of components given
-# the others, EM-fitted proposals; correct by a prior-invariance test; left
-# out of the library), accepts 0-1.6% per round on those clouds and 1.5-4.7%
-# at N = 1e3-3e3; even for the pair (heaviest, lightest) its EM halo fit is
-# 2-7 nats above the particles in log posterior, but the particles' weak tail
-# components are diffuse, so the proposal density at them is small and the
-# acceptance stays at 0.2% (inflation 1, 30 + 6 EM steps). At N = 1e5 with the
-# current defaults (exact warm-up to 2000), sampler seeds 0-4 gave -438166.70,
-# -438166.78, -438166.76, -438169.01, -438167.03 (spread 2.3 nats; 93-116 CPU
-# s each on a loaded 2-core machine); the seed-3 cloud holds the halo in 8% of
-# its particles, the others in 52-100%. With PairJumps from 3e4 (factor 1.25,
-# one round, one start) the same seeds gave -438165.72, -438166.06,
-# -438168.32, -438169.00, -438167.37 (spread 3.3, 143-159 CPU s), accepting
-# 0-2.3% per checkpoint.
-
-import argparse
 import ast
 import math
 import time
@@ -111,6 +23,8 @@ from skevidence import EvidenceGMM
 from skevidence.datasets import make_gaussian_mixture
 from skevidence.inference.resampling import systematic_resample
 from skevidence.models import GaussianMixtureModel
+from _harness import arguments
+from bench_peers import Mixture, nested_sampling
 
 # The paper's fixed priors (the estimator's defaults follow the data's scale).
 PAPER_PRIORS = dict(mean_prior=0.0, variance_scale=1.0)
@@ -123,33 +37,6 @@ REFERENCE = {1000: (-4494.94, 0.89), 10000: (-44096.59, 0.30)}
 def load(n):
     """The reference data: 2-D, 5 components, data seed 1, prefix-consistent in ``n``."""
     return make_gaussian_mixture(n, n_components=5, random_state=1)
-
-
-def run_dynesty(X, seed):
-    import dynesty
-    from scipy.special import gammainccinv, logsumexp, ndtri
-
-    k, d = 5, X.shape[1]
-
-    def prior_transform(u):
-        v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
-        stick = np.cumprod(1.0 - v)
-        pi = np.append(v * np.concatenate([[1.0], stick[:-1]]), stick[-1])
-        s2 = 1.0 / gammainccinv(1.0, u[k - 1 : k - 1 + k * d])
-        mu = np.sqrt(4.0 * s2) * ndtri(u[k - 1 + k * d :])
-        return np.concatenate([pi[:-1], mu, s2])
-
-    def loglike(theta):
-        pi = np.append(theta[: k - 1], max(1.0 - theta[: k - 1].sum(), 1e-300))
-        mu = theta[k - 1 : k - 1 + k * d].reshape(k, d)
-        s2 = theta[k - 1 + k * d :].reshape(k, d)
-        lp = -0.5 * (((X[:, None, :] - mu) ** 2) / s2 + np.log(2 * np.pi * s2)).sum(-1)
-        return float(logsumexp(lp + np.log(pi), axis=1).sum())
-
-    sampler = dynesty.NestedSampler(loglike, prior_transform, (k - 1) + 2 * k * d, nlive=500,
-                                    rstate=np.random.default_rng(seed))
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    return float(sampler.results.logz[-1])
 
 
 # -- independent check: tempered SMC from t's at the posterior modes --------------------
@@ -383,7 +270,7 @@ def estimator_settings(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--param", nargs="*", help="estimator parameter overrides, key=value")
@@ -409,7 +296,7 @@ def main():
             if args.dynesty:
                 try:
                     start = time.perf_counter()
-                    logz = run_dynesty(X, seed)
+                    logz = nested_sampling(Mixture(n, data=X), seed)[0]
                 except ImportError:
                     print("dynesty is not installed")
                     args.dynesty = False

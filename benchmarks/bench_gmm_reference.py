@@ -2,29 +2,15 @@
 
 The reference (:func:`reference_log_evidence`) is importance sampling from
 an equal-weight mixture of multivariate t's (``nu = 8``) at the posterior
-mode and at all ``K!`` relabellings of it, with the covariance from the
-Hessian at the mode (transported through each relabelling), in the same
-unconstrained coordinates as ``GaussianMixtureModel``. The mode is found
-by L-BFGS from EM starts (scikit-learn's GaussianMixture). It is accurate
-when the posterior has one mode up to relabelling (well-separated
-clusters, K equal to the true number of components); its effective sample
-size says when it is not. It does not use skevidence's sampler, so it is an
-independent yardstick (dynesty is uncertain by several nats on these
-models).
-
-The table has one row per (geometry, N, sampler seed): EvidenceGMM's log
-evidence with its defaults, the reference with its standard error and ESS,
-and the difference. References are cached in ``references/gmm_reference.json``
-beside this script (keyed by geometry, N, data seed and draws), so a rerun
-does not recompute them.
-
-    python benchmarks/bench_gmm_reference.py --n 4000 20000 --seeds 0 1 2
-    python benchmarks/bench_gmm_reference.py --engine exact_warmup=True
-    python benchmarks/bench_gmm_reference.py --n 4000 --geometries unequal --seeds 3 \
-        --trace-at 500 1000 2000 4000    # where the error enters
+mode (L-BFGS from EM starts) and at all ``K!`` relabellings of it, with the
+Hessian's covariance, in ``GaussianMixtureModel``'s coordinates. It holds
+where the posterior has one mode up to relabelling; its ESS says when not.
+One row per (geometry, N, sampler seed): log Z with the defaults, the
+reference with its standard error and ESS, the difference. References are
+cached in ``references/gmm_reference.json``; ``--trace-at`` prints the error
+along the stream.
 """
 
-import argparse
 import json
 import math
 import os
@@ -40,6 +26,7 @@ from bench_gmm import (estimator_settings, log_posterior, posterior_modes,  # no
                        relabelling_maps)
 
 from skevidence import EvidenceGMM  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 # Identifiable 3-cluster 2-D geometries: (centres, per-feature sds, weights).
 GEOMETRIES = {
@@ -157,7 +144,7 @@ def model_of(estimator):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[4000, 20000])
     parser.add_argument("--geometries", nargs="+", default=list(GEOMETRIES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

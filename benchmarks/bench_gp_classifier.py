@@ -1,26 +1,15 @@
 """GP-classifier marginal likelihood: SGAIS over seeds against a long reference.
 
-Runs ``examples/plot_gp_classifier.py`` for its model (the user-written
-``GPClassifierLatent``), data (50 iris flowers, versicolor against
-virginica, standardised) and importance sampler, then, for every kernel
-length-scale: scikit-learn's Laplace approximation, importance sampling
-from a multivariate t at the Laplace fit with ``--blocks`` x 100_000 draws
-(the reference), and SGAIS (``skevidence.log_evidence``) over ``--seeds``.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_gp_classifier.py
-    OMP_NUM_THREADS=1 python benchmarks/bench_gp_classifier.py --particles 512 --seeds 0 1 2 3
-
-Columns: length-scale, Laplace, the reference (+- its std), the SGAIS mean
-over seeds, their standard deviation, the mean reported
-``log_evidence_std``, the mean's error against the reference in standard
-errors of the mean, and the mean CPU time of one SGAIS run.
+Takes the model, data and importance sampler of
+``examples/plot_gp_classifier.py``; per kernel length-scale: scikit-learn's
+Laplace approximation, importance sampling from a t at the Laplace fit with
+``--blocks`` x 100_000 draws (the reference), and SGAIS over ``--seeds``:
+its mean, spread, mean reported std, the mean's error in standard errors
+and the CPU seconds of a run.
 """
 
-import argparse
 import math
 import runpy
-import time
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -29,6 +18,7 @@ from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 import skevidence
+from _harness import arguments, over_seeds
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plot_gp_classifier.py"
 
@@ -46,7 +36,7 @@ def reference(example, model, y, blocks):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = arguments(__doc__)
     parser.add_argument("--length-scales", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     parser.add_argument("--particles", type=int, default=128)
@@ -65,17 +55,8 @@ def main():
         laplace = GaussianProcessClassifier(kernel=kernel, optimizer=None).fit(X, y)
         model = example["GPClassifierLatent"](kernel(X))
         ref, ref_std = reference(example, model, y, args.blocks)
-        estimates, stds, cpu = [], [], []
-        for seed in args.seeds:
-            start = time.process_time()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = skevidence.log_evidence(model, index, y, n_particles=args.particles,
-                                                 random_state=seed)
-            cpu.append(time.process_time() - start)
-            estimates.append(result.log_evidence)
-            stds.append(result.log_evidence_std)
-        estimates = np.array(estimates)
+        estimates, stds, cpu = over_seeds(lambda seed: skevidence.log_evidence(
+            model, index, y, n_particles=args.particles, random_state=seed), args.seeds)
         sem = estimates.std(ddof=1) / math.sqrt(len(estimates))
         print(f"{length_scale:7.2f} {laplace.log_marginal_likelihood_value_:9.3f} {ref:10.3f} "
               f"{ref_std:6.3f} {estimates.mean():10.3f} {estimates.std(ddof=1):8.3f} "

@@ -1,29 +1,15 @@
 """``device="cuda"`` against the CPU: what runs, how fast, how accurate.
 
-Two parts, both on whatever machine runs the script:
-
-* ``--smoke``: every estimator and every ``method`` on small data, on the
-  device, in float32 (SGAIS alone in float64): ``fit``, ``partial_fit``, ``predict`` /
-  ``score``, pickling, and the fitted attributes' types. One line each, OK
-  or the exception (with its traceback), so one run lists all that fails.
-* the table: the paper's logistic regression (44 parameters, data seed 1,
-  against the cached importance-sampling references of
-  ``bench_logistic_stream.py``) and a 3-cluster mixture (``separated``
-  geometry of ``bench_gmm_reference.py``, against its cached reference), on
-  the CPU with the defaults (128 particles, float64, default threads) and on
-  the device with 128-8192 particles in float64 and float32. Wall seconds
-  (the device synchronised), log Z minus the reference, the reported std.
-
-    python benchmarks/bench_gpu.py --smoke
-    python benchmarks/bench_gpu.py --models logistic --logistic-n 10000 --particles 1024 4096
-    python benchmarks/bench_gpu.py --device cpu --smoke      # the script itself, no GPU
-    python benchmarks/bench_gpu.py --smoke --only gmm search # some of the smoke cases
-
-The references were computed on the CPU (float64); the device runs see the
-same data.
+``--smoke``: every estimator and ``method`` on small data on the device
+(float32; SGAIS also float64): ``fit``, ``partial_fit``, ``predict`` /
+``score``, pickling and the fitted attributes' types, one line each, OK or
+the traceback (``--only`` picks cases). Otherwise the table: the paper's
+logistic regression and a ``separated`` 3-cluster mixture against the
+cached references of ``bench_logistic_stream.py`` and
+``bench_gmm_reference.py``, per device, dtype and particle count: wall
+seconds (the device synchronised), log Z minus the reference, the std.
 """
 
-import argparse
 import io
 import json
 import os
@@ -48,6 +34,7 @@ from skevidence import (BayesianModelAverager, EvidenceGMM,  # noqa: E402
                         log_evidence)
 from skevidence.datasets import make_linear_regression, make_logistic_regression  # noqa: E402
 from skevidence.models import LinearRegressionModel  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 REFERENCES = pathlib.Path(__file__).parent / "references"
 METHODS = ["sgais", "ais", "smc", "nested", "sequential", "sequential-nested", "online-nested"]
@@ -210,7 +197,7 @@ def run_table(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--smoke", action="store_true", help="the smoke cases, not the table")
     parser.add_argument("--only", nargs="+", help="the smoke cases whose names hold one of these")

@@ -1,26 +1,14 @@
 """Linear regression with more parameters than half the particles, against the closed form.
 
-With fewer than two particles per parameter the engine preconditions its
-moves by the model's Laplace precision (``curvature_ratio``); this compares
-that with the particles' covariance (``curvature_ratio=0``) on
-
-* ``diabetes2``: scikit-learn's diabetes with all pairwise products
-  (``PolynomialFeatures(2)``, standardised: 65 features, 442 rows), the
-  README's quick start;
-* ``synthP``: ``P`` standard normal features, coefficients ``N(0, 0.3^2)``,
-  unit noise, ``N`` rows (``--sizes``), data seed 0.
-
-Every fit uses the defaults (128 particles, unknown noise: ``d = P + 2``
-parameters). Columns: data, N, d, preconditioner, sampler seed, error of
-``log_evidence_`` against ``exact_log_evidence`` (nats), the reported
-``log_evidence_std_``, CPU seconds; then per group the mean error and the
-standard deviation over seeds.
-
-    python benchmarks/bench_highdim_linear.py
-    python benchmarks/bench_highdim_linear.py --data synth80 --sizes 1000 5000 20000 --seeds 3
+The Laplace precision against the particles' covariance
+(``curvature_ratio=0``) as the moves' metric, on ``diabetes2`` (diabetes
+with its pairwise products, 65 features) and ``synthP`` (``P`` normal
+features, ``N`` rows from ``--sizes``), defaults otherwise (unknown noise,
+``d = P + 2``). Columns: error of ``log_evidence_`` against
+``exact_log_evidence``, the reported std, CPU seconds; then per group the
+mean error and the spread over seeds.
 """
 
-import argparse
 import time
 import warnings
 
@@ -29,6 +17,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import arguments
 
 PRECONDITIONERS = {"default": None, "covariance": {"curvature_ratio": 0.0}}
 
@@ -45,7 +34,7 @@ def load(name, n):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--data", nargs="+", default=["diabetes2", "synth80"])
     parser.add_argument("--sizes", nargs="+", type=float, default=[5000, 20000],
                         help="N of the synthetic data sets (diabetes2 has 442 rows)")

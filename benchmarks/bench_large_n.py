@@ -1,47 +1,21 @@
 """Streams of a million observations: total time and cost per chunk along the stream.
 
-Each model is fed its paper data set with ``partial_fit`` in ``--blocks``
-equal blocks (multiples of ``batch_size``, so the numbers are those of one
-``fit``): linear regression (the paper's known-noise model, exact evidence
-in closed form), the paper's logistic model (``make_logistic_regression(N,
-random_state=1)``, 44 parameters) and the paper's mixture
-(``make_gaussian_mixture(N, random_state=1)``, ``EvidenceGMM`` with the
-paper's priors ``mean_prior=0``, ``variance_scale=1``).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py                 # N = 1e6, all three
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --n 1e5 --models logistic
-    OMP_NUM_THREADS=1 python benchmarks/bench_large_n.py --profile 20    # cProfile, top 20
-    python benchmarks/bench_large_n.py --models gmm --parts              # seconds per part
-
-Columns: model, N, wall and process CPU seconds of the whole stream
-(the CPU time of a one-thread run is the fair number on a shared machine;
-the load average at the start and end is printed), CPU seconds per 1e5
-observations over the first and the last tenth of the stream (flat cost
-per chunk: a last tenth no slower than the first), the mean annealing
-steps per chunk over the same tenths, the log evidence and
-its error against the exact value (linear regression) or, for the
-logistic model, against the Laplace approximation at the posterior mode
-(within 0.05 nats of an importance-sampling reference at N = 1e4 and 0.03
-at N = 1e5, benchmarks/bench_logistic_stream.py); the mixture has no
-reference at this N. ``--parts`` adds a table of the CPU seconds of each
-decade of the stream and of the parts of the run that take them (each
-exclusive of the others nested in it): the warm-up's exact moves, the
-SGHMC moves, the control variate's refreshes, the importance folds, the
-searches for missed modes (all in ``skevidence.inference``) and the
-estimators' checks (``_trust``); "other" is the rest (annealing
-increments, the chunks' likelihoods, resampling, bookkeeping).
-``--options`` passes estimator parameters, e.g.
-``--options "{'engine_options': {'move_ess': None, 'minibatch_size': 500}}"``.
+Each model is fed its paper data set in ``--blocks`` equal ``partial_fit``
+calls: linear regression (known noise, exact evidence), the paper's logistic
+model (error against the Laplace approximation at the mode) and the paper's
+mixture (paper priors, no reference). Columns: wall and CPU seconds, CPU
+seconds per 1e5 observations and annealing steps per chunk over the first
+and last tenth of the stream, log Z and its error. ``--parts`` adds the CPU
+seconds of each decade by part (warm-up, SGHMC, control-variate refreshes,
+folds, mode searches, checks, other), each exclusive of the parts nested in
+it; ``--options`` passes estimator parameters as a dict literal.
 """
 
-import argparse
 import ast
 import contextlib
-import cProfile
 import functools
 import math
 import os
-import pstats
 import time
 
 import numpy as np
@@ -55,42 +29,14 @@ from skevidence.datasets import (
     make_logistic_regression,
 )
 from skevidence.inference import moves, sgais
-from skevidence.models import LogisticRegressionModel
-
-# The paper's models as explicit parameter values (bench_linreg.py, bench_gmm.py).
-LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
-GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
+from _harness import GMM_PAPER, LINEAR_PAPER, arguments
+from bench_logistic_stream import LogisticPosterior
 
 
-def logistic_laplace(X, y, n_classes, n_newton=30):
-    """Laplace approximation of the paper's logistic evidence (Newton to the mode).
-
-    The posterior is log-concave; the model's ``fisher_information`` is the
-    exact negative Hessian of the log-likelihood, summed here in blocks.
-    """
-    model = LogisticRegressionModel(X.shape[1], n_classes)
-    d = model.n_params
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    blocks = [(Xt[i : i + 100_000], yt[i : i + 100_000]) for i in range(0, len(X), 100_000)]
-
-    def log_post(theta):
-        return model.log_prior(theta[None])[0] + sum(
-            model.log_likelihood(theta[None], b).sum() for b in blocks)
-
-    def precision(theta):
-        return torch.eye(d, dtype=theta.dtype) / model.prior_std**2 + sum(
-            model.fisher_information(theta, b) for b in blocks)
-
-    theta = torch.zeros(d, dtype=torch.float64)
-    for _ in range(n_newton):
-        grad = model.grad_log_prior(theta[None])[0] + sum(
-            model.grad_log_likelihood(theta[None], b)[0] for b in blocks)
-        step = torch.linalg.solve(precision(theta), grad)
-        theta = theta + step
-        if float(step.abs().max()) < 1e-10:
-            break
-    log_det = torch.linalg.slogdet(precision(theta))[1]
-    return float(log_post(theta) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det)
+def logistic_laplace(X, y, n_classes):
+    """Laplace approximation of the paper's logistic evidence (Newton to the mode)."""
+    post = LogisticPosterior(X, y, n_classes)
+    return post.laplace(post.mode(n_newton=30))
 
 
 def setup(name, n, options=None):
@@ -188,13 +134,11 @@ def per_1e5(cpu, ends, lo, hi):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=float, default=1e6)
     parser.add_argument("--models", nargs="+", default=["linear", "logistic", "gmm"],
                         choices=["linear", "logistic", "gmm"])
     parser.add_argument("--blocks", type=int, default=100, help="partial_fit calls per stream")
-    parser.add_argument("--profile", type=int, default=0,
-                        help="print the top PROFILE functions of a cProfile of each stream")
     parser.add_argument("--parts", action="store_true",
                         help="print the CPU seconds of each decade of the stream, by part")
     parser.add_argument("--options", default="{}",
@@ -209,13 +153,8 @@ def main():
           f"{'rel. error':>10}", flush=True)
     for name in args.models:
         est, data, kwargs, reference = setup(name, n, options)
-        profiler = cProfile.Profile() if args.profile else None
-        if profiler:
-            profiler.enable()
         parts = [] if args.parts else None
         cpu, wall, ends = stream(est, data, kwargs, args.blocks, parts)
-        if profiler:
-            profiler.disable()
         first, last = per_1e5(cpu, ends, 0, n / 10), per_1e5(cpu, ends, 0.9 * n, n)
         trace = est.evidence_trace_
         steps_first = trace["n_annealing_steps"][trace["n_seen"] <= n / 10].mean()
@@ -230,8 +169,6 @@ def main():
         print(line, flush=True)
         if parts is not None:
             print_parts(cpu, ends, parts)
-        if profiler:
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
     print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 

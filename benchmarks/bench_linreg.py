@@ -1,36 +1,21 @@
 """Accuracy and speed of EvidenceLinearRegression against the exact evidence.
 
-The paper's setting (Cameron, Eggers & Kroon 2019, Entropy 21(11),
-section 6): 5 features, true parameters drawn from the N(0, 1) prior, noise
-std 1. For each N and data
-seed the stream is fed to ``partial_fit`` in blocks of ten chunks, which
-gives exactly the numbers of one ``fit`` call and also times the chunks
-early (around n = 1e4) and late (the last block) in the stream.
-
-    python benchmarks/bench_linreg.py                      # N = 1e4, 1e5, 1e6
-    python benchmarks/bench_linreg.py --sizes 1e5 --seeds 5
-    python benchmarks/bench_linreg.py --sizes 1e4 1e5 --dynesty   # needs dynesty
-    python benchmarks/bench_linreg.py --model default      # unknown noise, data priors
-
-``--model paper`` (the default here) passes the paper's model explicitly:
-known unit noise and N(0, 1) coefficients and intercept; ``--model default``
-uses the estimator's defaults (unknown noise, priors set from the data).
-
-Columns: wall time of the whole stream, the estimate, the exact value, the
-error in nats, the time per chunk near n = 1e4 and at the end, and their
-ratio (flat cost per chunk means a ratio near 1).
+The paper's setting (5 features, N(0, 1) priors, unit noise; ``--model
+default``: the estimator's defaults). Each stream is fed to ``partial_fit``
+in blocks of ten chunks (the numbers of one ``fit``), timing the chunks near
+n = 1e4 and at the end. Columns: seconds, log Z, the exact value, the
+error, ms per chunk early and late and their ratio; ``--dynesty`` adds
+static nested sampling on the same data.
 """
 
-import argparse
 import time
 
 import numpy as np
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
-
-# The paper's model, as explicit parameter values.
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
+from _harness import LINEAR_PAPER, arguments
+from bench_peers import Linear, nested_sampling
 
 
 def stream(reg, X, y, block):
@@ -43,31 +28,8 @@ def stream(reg, X, y, block):
     return np.array(seconds)
 
 
-def run_dynesty(X, y, prior_std=1.0, noise_std=1.0, seed=0):
-    """Static nested sampling (500 live points) on the same model and data."""
-    import dynesty
-    from scipy.special import ndtri
-
-    Phi = np.hstack([X, np.ones((X.shape[0], 1))])
-    const = -0.5 * X.shape[0] * np.log(2 * np.pi * noise_std**2)
-
-    def loglike(theta):
-        r = y - Phi @ theta
-        return const - 0.5 * (r @ r) / noise_std**2
-
-    def prior_transform(u):
-        return prior_std * ndtri(u)
-
-    t = time.perf_counter()
-    sampler = dynesty.NestedSampler(loglike, prior_transform, Phi.shape[1], nlive=500,
-                                    rstate=np.random.default_rng(seed))
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    res = sampler.results
-    return res.logz[-1], res.logzerr[-1], time.perf_counter() - t
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
     parser.add_argument("--seeds", type=int, default=1, help="data seeds 0..seeds-1")
     parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")
@@ -84,7 +46,7 @@ def main():
     for N in map(int, args.sizes):
         for seed in range(args.seeds):
             X, y = make_linear_regression(N, random_state=seed)
-            params = PAPER if args.model == "paper" else {}
+            params = LINEAR_PAPER if args.model == "paper" else {}
             reg = EvidenceLinearRegression(random_state=seed, **params)
             block = 10 * reg.batch_size
             seconds = stream(reg, X, y, block)
@@ -97,7 +59,7 @@ def main():
                     f"{exact:>13.3f} {err:>+7.3f} {early:>12.2f} {late:>10.2f} "
                     f"{late / early:>5.2f}")
             if args.dynesty and args.model == "paper":
-                logz, logzerr, dyn_s = run_dynesty(X, y, seed=seed)
+                logz, logzerr, _, dyn_s = nested_sampling(Linear(N, data=(X, y)), seed)
                 speedup = dyn_s / seconds.sum()
                 line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {speedup:>7.1f}"
             print(line, flush=True)

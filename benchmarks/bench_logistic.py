@@ -1,43 +1,23 @@
 """Accuracy and speed of EvidenceLogisticRegression against nested sampling.
 
-The paper's setting (Cameron, Eggers & Kroon 2019, section 6 and Appendix B.2):
-10 features, 4 classes, 44 parameters with N(0, 1) priors, true parameters
-drawn from the prior. The data are ``make_logistic_regression(N,
-random_state=1)``, whose first 1000 rows are the reference data set
-``logistic_seed1_N1000.npz``; at N = 1000 the table compares with the
-dynesty reference (-624.22 +- 0.40,
-mean of two runs with 500 live points), at N = 10_000 with one dynesty run
-of the same settings (-5655.61 +- 0.52). Both look biased high:
-importance sampling from a Student-t proposal fitted at the posterior mode
-(40% ESS of 4e5 draws, so its standard error is about 0.01 nats) gives
--629.39 on the same data and model, and the Laplace approximation -629.63
-(at N = 10_000: -5664.20 and -5664.22);
-the table therefore also shows that independent check at every N.
-
-    python benchmarks/bench_logistic.py                        # N = 1e3, 1e4
-    python benchmarks/bench_logistic.py --sizes 1e3 --seeds 3
-    python benchmarks/bench_logistic.py --sizes 1e3 1e4 --dynesty   # needs dynesty
-
-Columns: N, sampler seed, wall time of the fit, the log evidence, the
-dynesty reference (N = 1000 and 10_000) and the difference, an independent
-importance-sampling estimate (``importance_sampling``: a Student-t proposal
-fitted at the posterior mode, 2e8 / N draws) and the difference; with
-``--dynesty`` also a fresh dynesty run on the same data (logZ +- its error, time, and how many
-times slower than skevidence it was). On a machine shared with other jobs
-set ``OMP_NUM_THREADS=1``: torch's intra-op threads otherwise spin against
-the other processes and the small matrix products here run 10-50x slower.
+The paper's setting (10 features, 4 classes, 44 parameters, N(0, 1) priors):
+``make_logistic_regression(N, random_state=1)``. Columns: N, sampler seed,
+fit seconds, log Z, the stored dynesty reference (N = 1e3, 1e4) and the
+difference, importance sampling from a Student-t at the posterior mode
+(``importance_sampling``, the independent check) and the difference; with
+``--dynesty`` a fresh dynesty run (``--dynesty-slices`` its slices per new
+live point), its time and its ratio to skevidence's.
 """
 
-import argparse
-import math
 import time
 
 import numpy as np
-import torch
 
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
-from skevidence.models import LogisticRegressionModel
+from _harness import arguments
+from bench_logistic_stream import LogisticPosterior, t_importance_sampling
+from bench_peers import Logistic, nested_sampling
 
 # Nested-sampling references (dynesty 3.1, nlive 500, rslice, default
 # settings) on make_logistic_regression(N, random_state=1): N = 1000 the mean
@@ -47,91 +27,20 @@ from skevidence.models import LogisticRegressionModel
 REFERENCES = {1000: (-624.22, 0.40), 10_000: (-5655.61, 0.52)}
 
 
-def importance_sampling(X, y, n_classes, n_samples=200_000, n_batches=20, nu=10.0, seed=0):
-    """Independent check: importance sampling from a Laplace-fitted Student t.
+def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
+    """Independent check: importance sampling from a Student t at the posterior mode.
 
-    Newton's method finds the posterior mode (the posterior is log-concave),
-    the Hessian there gives the scale, and a multivariate t with ``nu``
-    degrees of freedom (heavier tails than the posterior) is the proposal.
-    Returns the estimate of ``log Z``, its standard error (spread of
-    ``n_batches`` independent batch estimates / sqrt(n_batches)), the
-    importance-sampling ESS as a fraction, and the Laplace approximation.
+    Returns log Z, its standard error, the ESS as a fraction of the draws and
+    the Laplace approximation (``bench_logistic_stream``'s posterior).
     """
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    model = LogisticRegressionModel(X.shape[1], n_classes)
-    d = model.n_params
-
-    def log_post(theta):
-        return model.log_prior(theta) + model.log_likelihood(theta, (Xt, yt)).sum(1)
-
-    def hessian(theta):
-        return torch.autograd.functional.hessian(lambda t: log_post(t[None])[0], theta[0])
-
-    theta = torch.zeros(1, d, dtype=torch.float64)
-    for _ in range(30):
-        grad = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, (Xt, yt))
-        theta = theta - torch.linalg.solve(hessian(theta), grad[0])[None]
-    chol = torch.linalg.cholesky(torch.linalg.inv(-hessian(theta)))
-    log_det_half = torch.log(torch.diagonal(chol)).sum()
-    laplace = float(log_post(theta)[0] + 0.5 * d * math.log(2 * math.pi) + log_det_half)
-    gen = torch.Generator().manual_seed(seed)
-    chi2 = torch.distributions.Chi2(torch.tensor(nu, dtype=torch.float64))
-    log_w = []
-    for _ in range(n_batches):
-        z = torch.randn(n_samples // n_batches, d, generator=gen, dtype=torch.float64)
-        torch.manual_seed(int(torch.randint(2**31, (1,), generator=gen)))
-        scale = torch.sqrt(nu / chi2.sample((z.shape[0],)))
-        draws = theta + (z * scale[:, None]) @ chol.T
-        log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * math.log(nu * math.pi)
-                 - log_det_half
-                 - (nu + d) / 2 * torch.log1p((z * scale[:, None]).square().sum(1) / nu))
-        log_w.append(log_post(draws) - log_q)
-    per_batch = torch.stack([torch.logsumexp(w, 0) - math.log(w.shape[0]) for w in log_w])
-    all_w = torch.cat(log_w)
-    estimate = float(torch.logsumexp(all_w, 0) - math.log(all_w.shape[0]))
-    ess = float(torch.exp(2 * torch.logsumexp(all_w, 0) - torch.logsumexp(2 * all_w, 0)))
-    return estimate, float(per_batch.std()) / math.sqrt(n_batches), ess / all_w.shape[0], laplace
-
-
-def run_dynesty(X, y, n_classes, prior_std=1.0, seed=0, slices=None):
-    """Static nested sampling as in the reference runs (500 live points).
-
-    ``sample='auto'`` picks random-direction slice sampling for 44
-    dimensions, as in the reference, with ``3 + ndim`` slices per new live
-    point unless ``slices`` says otherwise; the log-likelihood is the
-    reference's (one parameter vector per call, full data).
-    """
-    import dynesty
-    from scipy.special import ndtri
-
-    N, p = X.shape
-    X1T = np.ascontiguousarray(np.hstack([X, np.ones((N, 1))]).T)  # (p + 1, N)
-    onehot = np.zeros((N, n_classes))
-    onehot[np.arange(N), y] = 1.0
-    S = onehot.T @ X1T.T  # sum over the data of x1 per class: the linear term
-
-    def loglike(theta):
-        T = np.hstack([theta[: n_classes * p].reshape(n_classes, p),
-                       theta[n_classes * p :, None]])
-        logits = T @ X1T
-        top = logits.max(0)
-        lse = np.log(np.exp(logits - top).sum(0)) + top
-        return float(np.sum(T * S) - lse.sum())
-
-    def prior_transform(u):
-        return prior_std * ndtri(u)
-
-    t = time.perf_counter()
-    options = {} if slices is None else {"sample": "rslice", "slices": slices}
-    sampler = dynesty.NestedSampler(loglike, prior_transform, n_classes * (p + 1), nlive=500,
-                                    rstate=np.random.default_rng(seed), **options)
-    sampler.run_nested(dlogz=0.1, print_progress=False)
-    res = sampler.results
-    return res.logz[-1], res.logzerr[-1], time.perf_counter() - t
+    post = LogisticPosterior(X, y, n_classes)
+    mode = post.mode()
+    log_z, se, ess = t_importance_sampling(post, mode, n_samples, nu, seed)
+    return log_z, se, ess / n_samples, post.laplace(mode)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e3, 1e4])
     parser.add_argument("--seeds", type=int, default=1, help="sampler seeds 0..seeds-1")
     parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")
@@ -178,8 +87,8 @@ def main():
                 line += f" {'-':>15} {'-':>6}"
             if args.dynesty:
                 if dyn is None:
-                    dyn = run_dynesty(X, y, len(clf.classes_), slices=args.dynesty_slices)
-                logz, logz_err, dyn_seconds = dyn
+                    dyn = nested_sampling(Logistic(N, data=(X, y)), 0, args.dynesty_slices)
+                logz, logz_err, _, dyn_seconds = dyn
                 line += (f" {logz:>10.2f} {logz_err:>5.2f} {dyn_seconds:>7.1f} "
                          f"{dyn_seconds / seconds:>6.1f}")
             print(line, flush=True)

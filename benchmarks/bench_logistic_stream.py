@@ -2,28 +2,16 @@
 
 At large N the posterior of the paper's logistic model (44 parameters) is
 close to Gaussian, so importance sampling from a multivariate t (``--nu``
-degrees of freedom) centred at the posterior mode with the inverse Hessian
-as its scale matrix gives the evidence to a few hundredths of a nat; its
-effective sample size and standard error are printed beside it, with the
-Laplace value (which needs no sampling).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_logistic_stream.py --n 1e5
-    OMP_NUM_THREADS=1 python benchmarks/bench_logistic_stream.py --n 1e5 --fit --at 2e3 1e4 3e4 1e5
-    python benchmarks/bench_logistic_stream.py --n 1e6 --data-seed 2 --fit --sampler-seeds 0 1 2
-
-The reference of each data set (``make_logistic_regression(N,
-random_state=data_seed)``) is cached in ``references/logistic_stream.json``
-beside this script, with its ESS, standard error and CPU time, so a run
-reads it instead of recomputing it (``--recompute`` forces a new one).
-With ``--fit`` each row also gives the fit's own importance-sampling check
-(``diagnostics_["importance_log_evidence"]``, 64 draws, at the same ``n``)
-against the reference: ``check`` its error, with its ``std`` and ``ESS``.
-The cached references (``--samples 4000 --nu 8``, the mean of two IS
-seeds; ``make_logistic_regression(N)`` is a prefix of the same data seed's
-larger sets) and today's errors are in docs/benchmarks.rst ("Long streams").
+degrees of freedom) at the posterior mode with the inverse Hessian as its
+scale gives the evidence to a few hundredths of a nat (its ESS, standard
+error and the Laplace value are printed). Each data set's reference is
+cached in ``references/logistic_stream.json`` (``--recompute`` forces a new
+one). With ``--fit`` each row also gives the fit's error at the ``--at``
+sizes and its importance-sampling check
+(``diagnostics_["importance_log_evidence"]``): ``check``, its ``std`` and
+``ESS``.
 """
 
-import argparse
 import ast
 import json
 import math
@@ -36,6 +24,7 @@ import torch
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
+from _harness import arguments
 
 _DATA_BLOCK = 20_000
 _SAMPLE_BLOCK = 200
@@ -180,7 +169,7 @@ def fit_stream(X, y, ends, seed, options, refs, data_seed, show_cloud):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=float, default=1e5)
     parser.add_argument("--data-seed", type=int, default=1)
     parser.add_argument("--samples", type=int, default=4000)

@@ -1,58 +1,41 @@
-"""Every evidence estimator of ``method=`` against the closed form (issue 16's bar).
+"""Every evidence estimator of ``method=`` against the closed form.
 
-Linear regression (5 features, seeded data of ``make_linear_regression``),
-by default the paper's model (known unit noise, N(0, 1) coefficients and
-intercept; Cameron, Eggers & Kroon 2019, Appendix B.1), at N = 2000, each
-method with the estimator's defaults (128 particles or live points,
-``n_burnin=20``, ``batch_size=500``). The bar: ``|error| <= max(1, 3 std)``
-(``"sequential"`` methods: ``max(3, 3 std)``) and ``std < 5``.
-
-    python benchmarks/bench_methods.py                         # N = 2000, seeds 0-1
-    python benchmarks/bench_methods.py --sizes 500 2000 --seeds 0 1 2
-    python benchmarks/bench_methods.py --model default         # unknown noise
-    python benchmarks/bench_methods.py --methods sgais ais nested
-
-Columns: method, N, sampler seed, log Z, its ``log_evidence_std_``, the
-error against the closed form, error / std, whether it meets the bar, wall
-seconds and their ratio to SGAIS's in the same run (same N and seed).
+Linear regression (``make_linear_regression``, the paper's model unless
+``--model default``) with each method's defaults. The bar:
+``|error| <= max(1, 3 std)`` (``"sequential"`` methods ``max(3, 3 std)``)
+and ``std < 5``. Columns: log Z, its std, the error, error / std, the bar,
+wall seconds and their ratio to SGAIS's.
 """
 
-import argparse
-import time
-import warnings
 
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_linear_regression
 from skevidence.inference import ENGINES
+from _harness import LINEAR_PAPER, Timed, arguments
 
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 FLOOR = {"sequential": 3.0, "sequential-nested": 3.0}
 
 
 def run(method, X, y, seed, model_kw):
     est = EvidenceLinearRegression(method=method, random_state=seed, **model_kw)
-    t = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
+    try:
+        with Timed() as t:
             est.fit(X, y)
-        except FloatingPointError as exc:
-            return None, time.perf_counter() - t, str(exc).split(":")[0]
-    seconds = time.perf_counter() - t
-    notes = "; ".join(sorted({type(w.message).__name__ for w in caught}))
-    return est, seconds, notes
+    except FloatingPointError as exc:
+        return None, t.wall, str(exc).split(":")[0]
+    return est, t.wall, "; ".join(t.warnings)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", type=float, nargs="+", default=[2000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--methods", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     parser.add_argument("--model", choices=["paper", "default"], default="paper")
     args = parser.parse_args()
-    model_kw = PAPER if args.model == "paper" else {}
+    model_kw = LINEAR_PAPER if args.model == "paper" else {}
     print(f"linear regression, {args.model} model, data seed {args.data_seed}")
     header = (f"{'method':>18} {'N':>6} {'seed':>4} {'log Z':>11} {'std':>6} {'error':>7} "
               f"{'err/std':>7} {'bar':>4} {'seconds':>8} {'x sgais':>7}  notes")

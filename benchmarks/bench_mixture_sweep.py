@@ -22,7 +22,6 @@ and each run's error against it.
     python benchmarks/bench_mixture_sweep.py --bundled --time-cap 600
 """
 
-import argparse
 import math
 import os
 import sys
@@ -39,6 +38,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skevidence import EvidenceGMM  # noqa: E402
 from skevidence.datasets import make_gaussian_mixture  # noqa: E402
+from _harness import arguments  # noqa: E402
 
 # Chosen once, before any run: the sweep's data sets. Never tune on them.
 DATA_SEEDS = list(range(1000, 1020))
@@ -128,7 +128,7 @@ def sweep_bundled(deadline):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="*", default=[10000])
     parser.add_argument("--datasets", type=int, default=len(DATA_SEEDS))
     parser.add_argument("--bundled", action="store_true")

@@ -1,46 +1,18 @@
 """skevidence side by side with other evidence samplers, on the paper's three models.
 
-Every sampler sees the same data and model and runs on one thread; each
-peer is optional (``pip install skevidence[benchmark]``) and runs in a
-child process under a wall-clock cap (``--time-cap``), so one that is not
-installed, fails or runs too long is reported with a note and the table
-goes on (one stopped at the cap with the CPU seconds it used by then, a
-lower bound of its ratio). Peers and their settings (their defaults unless said):
-
-* ``pymc``: PyMC ``sample_smc`` (2000 draws, IMH kernel), one chain;
-* ``dynesty``: static nested sampling, 500 live points, ``dlogz=0.1``
-  (the settings of the references in bench_logistic.py and bench_gmm.py);
-* ``ultranest``: ``ReactiveNestedSampler`` with its defaults;
-* ``nautilus``: ``nautilus.Sampler`` with its defaults;
-* ``pocomc``: ``pocomc.Sampler`` with its defaults, on the unit cube
-  (the prior transform is part of its likelihood).
-
-Models and references (the error column is against these, not against a
-peer; dynesty is biased high on the 44-parameter logistic model):
-
-* ``linear``: ``make_linear_regression(N, random_state=0)`` with the paper's
-  known unit noise and N(0, 1) priors; the exact evidence in closed form;
-* ``logistic``: ``make_logistic_regression(N, random_state=1)``, 44
-  parameters; importance sampling from a Laplace-fitted multivariate t
-  (bench_logistic.py; its values at N = 1e3 and 1e4 are stored below);
-* ``gmm``: ``make_gaussian_mixture(N, random_state=1)`` with the paper's
-  priors; importance sampling over the relabellings of the posterior mode
-  (bench_gmm_reference.py; its ESS is printed, a low one means the
-  reference is itself unreliable).
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models linear --sizes 1e3 1e4 1e5
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --models logistic --peers pymc
-    OMP_NUM_THREADS=1 python benchmarks/bench_peers.py --time-cap 600 --peers pymc dynesty
-
-Columns: model, N, sampler, wall and CPU seconds (of the process and,
-for the peers, of the compiler runs it started: PyMC compiles its model
-to C; the CPU time is the fair number on a machine shared with other
-jobs, the load average is printed), log Z, its error against the reference, likelihood evaluations
-where the sampler reports them (one evaluation = the full data at one
-parameter vector), and CPU time relative to skevidence's in the same run.
+Every sampler sees the same data and model on one thread; each peer
+(``pymc`` ``sample_smc``, ``dynesty``, ``ultranest``, ``nautilus``,
+``pocomc``, with their defaults) is optional (``pip install
+skevidence[benchmark]``) and runs in a child process under ``--time-cap``
+seconds, so one that is missing, fails or runs too long gets a note (one
+stopped at the cap shows the CPU seconds it used, a lower bound of its
+ratio). References: the closed form (``linear``), importance sampling from a
+Laplace-fitted t (``logistic``, values stored below) and over the
+relabellings of the mode (``gmm``, with its ESS). Columns: wall and CPU
+seconds (the peers' include the compilers they start), log Z, its error,
+likelihood evaluations where reported, CPU time relative to skevidence's.
 """
 
-import argparse
 import math
 import multiprocessing
 import os
@@ -61,9 +33,8 @@ from skevidence.datasets import (  # noqa: E402
     make_linear_regression,
     make_logistic_regression,
 )
+from _harness import GMM_PAPER, LINEAR_PAPER, arguments
 
-LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
-GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
 # Importance-sampling references of make_logistic_regression(N, random_state=1)
 # (bench_logistic.importance_sampling, standard error about 0.01 nats).
 LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
@@ -76,8 +47,8 @@ PEERS = ("pymc", "dynesty", "ultranest", "nautilus", "pocomc")
 class Linear:
     name = "linear"
 
-    def __init__(self, n):
-        self.X, self.y = make_linear_regression(n, random_state=0)
+    def __init__(self, n, data=None):
+        self.X, self.y = make_linear_regression(n, random_state=0) if data is None else data
         self.Phi = np.hstack([self.X, np.ones((n, 1))])
         self.d = self.Phi.shape[1]
 
@@ -107,8 +78,8 @@ class Linear:
 class Logistic:
     name = "logistic"
 
-    def __init__(self, n):
-        self.X, self.y = make_logistic_regression(n, random_state=1)
+    def __init__(self, n, data=None):
+        self.X, self.y = make_logistic_regression(n, random_state=1) if data is None else data
         self.K, self.p = int(self.y.max()) + 1, self.X.shape[1]
         self.d = self.K * (self.p + 1)
         self.X1T = np.ascontiguousarray(np.hstack([self.X, np.ones((n, 1))]).T)
@@ -151,8 +122,9 @@ class Mixture:
     name = "gmm"
     k = 5
 
-    def __init__(self, n):
-        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1)
+    def __init__(self, n, data=None):
+        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1) if data is None \
+            else data
         self.D = self.X.shape[1]
         self.d = (self.k - 1) + 2 * self.k * self.D
 
@@ -168,7 +140,7 @@ class Mixture:
 
     def prior_transform(self, u):
         # Dirichlet(1) weights by stick breaking, InvGamma(1, 1) variances,
-        # means N(0, 4 variance): the paper's priors (as bench_gmm.run_dynesty).
+        # means N(0, 4 variance): the paper's priors.
         from scipy.special import gammainccinv, ndtri
         k, D = self.k, self.D
         v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
@@ -220,13 +192,23 @@ def run_pymc(problem, seed):
     return float(values[np.isfinite(values)][-1]), None
 
 
-def run_dynesty(problem, seed):
+def nested_sampling(problem, seed, slices=None):
+    """dynesty's static sampler as in the reference runs (500 live points, ``dlogz=0.1``;
+    ``slices``: random-slice moves with that many slices): log Z, its error, calls, seconds."""
     import dynesty
+    t = time.perf_counter()
+    options = {} if slices is None else {"sample": "rslice", "slices": slices}
     sampler = dynesty.NestedSampler(problem.loglike, problem.prior_transform, problem.d,
-                                    nlive=500, rstate=np.random.default_rng(seed))
+                                    nlive=500, rstate=np.random.default_rng(seed), **options)
     sampler.run_nested(dlogz=0.1, print_progress=False)
     res = sampler.results
-    return float(res.logz[-1]), int(np.sum(res.ncall))
+    return (float(res.logz[-1]), float(res.logzerr[-1]), int(np.sum(res.ncall)),
+            time.perf_counter() - t)
+
+
+def run_dynesty(problem, seed):
+    logz, _, calls, _ = nested_sampling(problem, seed)
+    return logz, calls
 
 
 def run_ultranest(problem, seed):
@@ -325,7 +307,7 @@ def importable(name):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--sizes", nargs="+", type=float, default=None,
                         help="default: 1e3 1e4 (and 1e5 for linear)")

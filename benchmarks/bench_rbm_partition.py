@@ -1,37 +1,27 @@
 """RBM log partition function: SGAIS over seeds against exact enumeration.
 
-Runs ``examples/plot_rbm_partition.py`` for its user-written model
-(``RBMVisibleMarginal``), machine (``D = 10`` visible, ``H = 16`` hidden
-units, weights ``scale * W_unit``) and exact enumeration, then estimates
-``log Z`` by ``skevidence.log_evidence`` over ``--seeds`` for every weight
-scale.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_rbm_partition.py
-    OMP_NUM_THREADS=1 python benchmarks/bench_rbm_partition.py --scales 2 3 --particles 512
-
-Columns: weight scale, exact log Z, the SGAIS mean over seeds, their
-standard deviation, the mean reported ``log_evidence_std``, the mean's
-error in standard errors of the mean, the share of runs within 2 reported
-std of the exact value, and the mean CPU time of one run.
+Takes the model and machine of ``examples/plot_rbm_partition.py`` (10
+visible, 16 hidden units, weights ``scale * W_unit``); per weight scale: the
+exact log Z, the SGAIS mean over ``--seeds``, their spread, the mean
+reported std, the mean's error in standard errors, the share within 2 std,
+the CPU seconds of a run.
 """
 
-import argparse
 import math
 import runpy
-import time
-import warnings
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 
 import skevidence
+from _harness import arguments, over_seeds
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plot_rbm_partition.py"
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = arguments(__doc__)
     parser.add_argument("--scales", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, 3.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     parser.add_argument("--particles", type=int, default=128)
@@ -47,17 +37,10 @@ def main():
         W = scale * W_unit
         exact = example["exact_log_partition"](W, b, c)
         data = np.column_stack([W.T, c])
-        estimates, stds, cpu = [], [], []
-        for seed in args.seeds:
-            start = time.process_time()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = skevidence.log_evidence(example["RBMVisibleMarginal"](b), data,
-                                                 n_particles=args.particles, random_state=seed)
-            cpu.append(time.process_time() - start)
-            estimates.append(result.log_evidence + 0.5 * D * math.log(2 * math.pi))
-            stds.append(result.log_evidence_std)
-        estimates, stds = np.array(estimates), np.array(stds)
+        estimates, stds, cpu = over_seeds(lambda seed: skevidence.log_evidence(
+            example["RBMVisibleMarginal"](b), data, n_particles=args.particles,
+            random_state=seed), args.seeds)
+        estimates = estimates + 0.5 * D * math.log(2 * math.pi)
         sem = estimates.std(ddof=1) / math.sqrt(len(estimates))
         inside = np.mean(np.abs(estimates - exact) <= 2 * stds)
         print(f"{scale:6.2f} {exact:10.3f} {estimates.mean():10.3f} {estimates.std(ddof=1):8.3f} "

@@ -1,28 +1,15 @@
 """EvidenceLinearRegression with its defaults on real data whose y has units.
 
-``load_diabetes`` (442 patients, 10 features, y a disease score with sd 77)
-as a new user would fit it: ``make_pipeline(StandardScaler(),
-EvidenceLinearRegression())`` on a 70% training split, raw ``y``. The bar
-(issue 12): fit <= 3 s; 95% predictive intervals cover 0.90-0.99 of the
-held-out 30%; test R^2 within 0.02 of ``BayesianRidge``; ``log_evidence_``
-within 1 nat of ``exact_log_evidence``; ``y * 1000`` costs at most twice the
-time of ``y`` and ranks feature subsets the same.
-
-    OMP_NUM_THREADS=1 python benchmarks/bench_real_data.py   # seeds 0..2
-    python benchmarks/bench_real_data.py --seeds 5
-    python benchmarks/bench_real_data.py --paper      # + the paper's unit-scale model (slow)
-
-First table, one row per sampler seed and scale of y: fit seconds (wall
-and CPU; on a shared machine the CPU time of this single-threaded run is the
-better guide to a quiet machine's wall time), the estimate, the exact value,
-their difference, the coverage of the 95% intervals ``mean +- 1.96 std``,
-test R^2 of the estimator and of BayesianRidge, and the annealing steps.
-``log Z + n log c`` removes the Jacobian of the units (it should not depend
-on the scale ``c``). Second table: the evidence of a few feature subsets at
-both scales (estimate and exact, Jacobian removed) and their ranks.
+``load_diabetes`` as a new user would fit it: ``make_pipeline(StandardScaler(),
+EvidenceLinearRegression())`` on a 70% split, raw ``y`` and ``y x 1000``
+(``--paper`` adds the paper's unit-scale model). First table, per sampler
+seed and scale: wall and CPU seconds, log Z, the exact value, the
+difference, the coverage of the 95% predictive intervals on the held-out
+rows, test R^2 against ``BayesianRidge``, annealing steps, and
+``log Z + n log c`` (the Jacobian of the units removed). Second table: a
+few feature subsets' evidence at both scales and their ranks.
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -33,6 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from _harness import LINEAR_PAPER, arguments
 
 SCALES = [1.0, 1000.0]
 SUBSETS = {
@@ -43,7 +31,6 @@ SUBSETS = {
     "bmi": ["bmi"],
     "age sex": ["age", "sex"],
 }
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 
 
 def fit_and_score(X_tr, y_tr, X_te, y_te, seed, **params):
@@ -66,7 +53,7 @@ def fit_and_score(X_tr, y_tr, X_te, y_te, seed, **params):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--seeds", type=int, default=3, help="sampler seeds 0..seeds-1")
     parser.add_argument("--paper", action="store_true",
                         help="also fit the paper's unit-scale model (about a minute)")
@@ -85,7 +72,7 @@ def main():
     cpu_seconds = {c: [] for c in SCALES}
     rows = [("default", c, {}) for c in SCALES]
     if args.paper:
-        rows.append(("paper", 1.0, PAPER))
+        rows.append(("paper", 1.0, LINEAR_PAPER))
     for seed in range(args.seeds):
         for name, c, params in rows:
             r = fit_and_score(X_tr, c * y_tr, X_te, c * y_te, seed, **params)

@@ -13,7 +13,6 @@ process (``time.process_time``), and with ``--compare`` the differences
 against the earlier run.
 """
 
-import argparse
 import json
 import platform
 import subprocess
@@ -29,11 +28,11 @@ import skevidence
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
 from skevidence.datasets import (make_gaussian_mixture, make_linear_regression,
                                  make_logistic_regression)
+from _harness import LINEAR_PAPER, arguments
 
 SEED = 0        # sampler seed of every fit
 DATA_SEED = 1   # the data of the paper's reference runs
 # The paper's linear model (known unit noise), as in bench_methods.py.
-PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 METHODS = ("sgais", "ais", "smc", "nested", "sequential", "sequential-nested",
            "online-nested")
 
@@ -62,7 +61,7 @@ def fits():
     for method in METHODS:
         cases[f"method-{method}"] = (
             lambda method=method: EvidenceLinearRegression(method=method, random_state=SEED,
-                                                           **PAPER),
+                                                           **LINEAR_PAPER),
             lambda: make_linear_regression(2000, random_state=DATA_SEED))
     return cases
 
@@ -99,7 +98,7 @@ def _commit():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--only", nargs="+", metavar="FIT", help="run only these fits")
     parser.add_argument("--out", help="write the results as JSON")
     parser.add_argument("--compare", help="an earlier --out file to compare against")

@@ -1,21 +1,10 @@
-"""The profiling benchmarks still fit the engine they wrap (they patch its functions by name)."""
+"""The profiling benchmark still fits the engine it wraps (it patches its functions by name)."""
 
 import os
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
-import bench_early_phase  # noqa: E402
 import bench_large_n  # noqa: E402
-
-
-@pytest.mark.parametrize("name", ["linear", "logistic", "gmm"])
-def test_the_early_phase_profile_records_every_chunk(name):
-    chunks = bench_early_phase.run_model(name, 600, time_cap=None, engine_options={})
-    assert sum(c["size"] for c in chunks) == 600
-    assert all(c["cpu"] > 0 for c in chunks)
-    bench_early_phase.print_tables(name, chunks)
 
 
 def test_the_large_n_parts_are_timed():

@@ -172,8 +172,8 @@ def test_bad_input(data):
 def test_gmm_search_ranks_the_true_number_of_components_first():
     from skevidence import EvidenceGMM
 
-    # Three separated clusters (bench_gmm_model_choice.py measures the
-    # ranking over 5 data seeds at N = 5000). Here K = 3 beat K = 4 by 3.3,
+    # Three separated clusters (the ranking was measured over 5 data seeds
+    # at N = 5000, design notes). Here K = 3 beat K = 4 by 3.3,
     # 2.6, 1.8 nats and K = 5 by 4.8-6.2 over random_state 0-2, more than the
     # sampler's spread of about 1 nat.
     X, _ = make_blobs(n_samples=2000, centers=[[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]],

@@ -1,28 +1,13 @@
 """Paper section 7.2: online evidence under distribution shift (3 -> 5 -> 7 clusters).
 
-Cameron, Eggers & Kroon (2019), Entropy 21(11), Figure 5: 2-D data from
-3 Gaussian clusters for the first 1000 observations, 5 for the next 9000
-and 7 after (``skevidence.datasets.make_shifting_clusters``, data seed 1),
-fitted online by ``EvidenceGMM`` with 3, 5 and 7 components (the paper's
-priors: ``mean_prior=0``, ``variance_scale=1``), once in stream order and
-once shuffled (stationary). The in-order evidence should bend at the
-change points and the annealing steps spike there; the final estimates of
-the two orders should agree (particles not trapped by the early data).
-
-    python benchmarks/paper/distribution_shift.py --quick    # N = 20_000, docs/paper
-    python benchmarks/paper/distribution_shift.py            # the paper's N = 100_000
-
-Columns: K, order, final log Z, log Z / N, its ``log_evidence_std_``, the
-in-order minus shuffled difference, the mean log predictive density per
-observation of the last chunk before and the first chunk after each
-change point (a drop says the model was surprised), the annealing steps of
-the chunk after each change point, the median over the chunks after the
-second, and the wall-clock time of the fit (on a shared machine mostly a
-measure of the load; evidence_vs_n.py and sensitivity.py report CPU
-time). Writes docs/paper/distribution_shift.{png,csv,md}.
+``make_shifting_clusters`` (data seed 1) fitted online by ``EvidenceGMM``
+with 3, 5 and 7 components (paper priors), in stream order and shuffled.
+Columns: final log Z, log Z / N, its std, in-order minus shuffled, the log
+predictive density of the chunks around each change point, the annealing
+steps after it and their median later, and the wall seconds of the fit.
+Writes docs/paper/distribution_shift.{png,csv,md} (``--quick``: N = 20_000).
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -30,6 +15,7 @@ import numpy as np
 import _common as C
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_shifting_clusters
+from _harness import arguments
 
 CHANGE_POINTS = (1000, 10_000)
 COLUMNS = ["K", "order", "N", "log Z", "log Z / N", "log Z std", "in-order - shuffled",
@@ -93,7 +79,7 @@ def plot(traces, n_total):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="N = 20_000 (docs/paper)")
     parser.add_argument("--n", type=int, default=None, help="observations (default 100_000)")
     parser.add_argument("--components", nargs="+", type=int, default=[3, 5, 7])

@@ -1,45 +1,20 @@
 """Paper section 7.1: log Z / N and run time against N, every method on the three models.
 
-Cameron, Eggers & Kroon (2019), Entropy 21(11), Figures 2-4: linear
-regression (6 parameters, exact evidence), logistic regression (44
-parameters) and a Gaussian mixture (5 components in 2-D, 24 free
-parameters), with the paper's models and priors, data seed 1, sampler
-seed 0. Every ``method=`` the installed estimators accept is a row:
-online methods (SGAIS, SMC, the sequential estimators) stream the largest
-N once through ``partial_fit`` and are read off at every grid point (the
-time at N is the time of a fit of the first N observations); full-data
-AIS and NS are refitted at every N. Times are CPU seconds of the
-single-threaded process (``time.process_time``), which the load of other
-jobs hardly inflates. A method is not run at larger N once one run took
-more than ``--max-seconds`` (the paper's 4000 s rule).
-
-References: linear, the closed form; logistic, importance sampling from
-a Student t at the posterior mode (``bench_logistic.importance_sampling``,
-its standard error in the table); mixture, the dynesty runs at N = 1e3 and
-1e4 quoted in ``bench_gmm.py`` (only there; the error panel also marks the
-tempered-SMC reference of ``bench_gmm.py --smc``, 1.3 and 4.2 nats below
-dynesty: the mixture's reference is uncertain by several nats). ``--dynesty MODEL ...`` adds
-dynesty's nested sampling (``pip install dynesty``; the settings of
-``bench_*.py``: 500 live points) as one more row per N, an NS timing
-independent of ours.
-
-    python benchmarks/paper/evidence_vs_n.py --quick --dynesty linear   # docs/paper
-    python benchmarks/paper/evidence_vs_n.py             # larger grids
-    python benchmarks/paper/evidence_vs_n.py --models linear --sizes 1e3 1e4 1e5
-
-Writes docs/paper/evidence_vs_n.{png,csv,md}, the raw results in
-evidence_vs_n.MODEL.METHOD.json (``--reuse`` keeps those methods and runs
-only the others; models and methods can run in parallel processes with
-``--models`` / ``--methods``, and a last ``--draw-only`` run draws the
-table and figure) and the speed
-ratios in evidence_vs_n_speedups.txt; prints the
-table.
+Linear regression (exact evidence), logistic regression (importance
+sampling at the mode, ``bench_logistic.importance_sampling``) and the
+5-component mixture (the dynesty runs of ``bench_gmm.py``; the error panel
+also marks its tempered-SMC reference), the paper's priors, data seed 1,
+sampler seed 0. Online methods stream the largest N once and are read off
+at every N; AIS and NS are refitted at every N. Times are CPU seconds; a
+method stops at larger N once a run took over ``--max-seconds``.
+``--dynesty MODEL ...`` adds dynesty as a row. Writes
+docs/paper/evidence_vs_n.{png,csv,md}, the raw results per model and method
+as JSON (``--reuse`` keeps them, ``--draw-only`` only draws) and the speed
+ratios in evidence_vs_n_speedups.txt.
 """
 
-import argparse
 import contextlib
 import json
-import math
 import signal
 import time
 
@@ -47,6 +22,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 import _common as C
+from _harness import arguments
 
 GRIDS = {
     "quick": {"linear": [1000, 3000, 10_000, 30_000, 100_000],
@@ -123,8 +99,8 @@ def run_online(cls, method, params, data, sizes, args):
     for n in sizes:
         try:
             with deadline(args.run_timeout):
-                seconds, caught = C.partial_fit_timed(
-                    est, X[start:n], None if y is None else y[start:n], **kwargs)
+                seconds, caught = C.fit_timed(est, X[start:n], None if y is None else y[start:n],
+                                              how="partial_fit", **kwargs)
         except RunTimeout:  # partial_fit restored the estimator as it was
             timed_out = n
             break
@@ -162,18 +138,10 @@ def run_dynesty(model, data, sizes, args):
     for n in sizes:
         X, y = data(n)
         t = time.process_time()
-        if model == "linear":
-            from bench_linreg import run_dynesty as ns
+        from bench_peers import PROBLEMS, nested_sampling
 
-            log_z, err, _ = ns(X, y, seed=args.seed)
-        elif model == "logistic":
-            from bench_logistic import run_dynesty as ns
-
-            log_z, err, _ = ns(X, y, len(np.unique(y)), seed=args.seed)
-        else:
-            from bench_gmm import run_dynesty as ns
-
-            log_z, err = ns(X, args.seed), math.nan
+        problem = PROBLEMS[model](n, data=X if y is None else (X, y))
+        log_z, err, _, _ = nested_sampling(problem, args.seed)
         seconds = time.process_time() - t
         results[n] = (log_z, err, seconds, 0)
         if seconds > args.max_seconds:
@@ -341,7 +309,7 @@ def load_raw(model, sizes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
     parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
     parser.add_argument("--sizes", nargs="+", type=float, default=None,

@@ -1,37 +1,23 @@
 """Paper section 7.3: sensitivity of SGAIS to its settings, one at a time around the defaults.
 
-Cameron, Eggers & Kroon (2019), Entropy 21(11), Figures 6-8 and A2-A4:
-the number of particles, the target ESS, the learning rate, the burn-in
-steps per annealing step, the mini-batch (chunk) size, and the learning
-rate with ``learning_rate * n_burnin`` held at the default's 2 (Figure 8),
-each varied while the others keep the estimator's defaults (128
-particles, target ESS 0.9, learning rate 0.1, 20 burn-in steps, batches of
-500). Unlike the paper (the mixture model), the models are the two with an
-accurate reference: linear regression (the paper's model, exact evidence)
-and logistic regression (importance sampling from a Student t at the
-posterior mode, ``bench_logistic.importance_sampling``), data seed 1, one
-row per setting over ``--seeds`` sampler seeds.
-
-    python benchmarks/paper/sensitivity.py --quick    # N = 5000 / 2000, 2 / 1 seeds: docs/paper
-    python benchmarks/paper/sensitivity.py            # N = 20_000 / 10_000, 5 seeds
-
-Columns: model, parameter, value, mean error (nats) and its spread over
-the seeds, mean |error| / |log Z| (the paper's relative error), the mean
-``log_evidence_std_``, the mean fit time, the mean total number of
-annealing steps, and how many runs raised a ConvergenceWarning. Times
-are CPU seconds of the single-threaded process. Writes
-docs/paper/sensitivity.{png,csv,md} and the raw results per model in
-sensitivity.MODEL.json (``--reuse`` continues from them; the models can
-run in parallel processes and a last ``--reuse`` run draws the table).
+The particles, target ESS, learning rate, burn-in steps, batch size, and
+the learning rate with ``learning_rate * n_burnin`` held at 2, each varied
+around the defaults on linear regression (exact evidence) and logistic
+regression (importance sampling at the mode), data seed 1, over
+``--seeds`` sampler seeds (``--quick``: smaller N and fewer seeds). Columns:
+mean error and its spread, mean relative error, mean std, CPU seconds,
+annealing steps, ConvergenceWarnings. Writes
+docs/paper/sensitivity.{png,csv,md} and the raw results per model as JSON
+(``--reuse`` continues from them).
 """
 
-import argparse
 import json
 import time
 
 import numpy as np
 
 import _common as C
+from _harness import arguments
 
 DEFAULTS = {"n_particles": 128, "target_ess": 0.9, "learning_rate": 0.1, "n_burnin": 20,
             "batch_size": 500}
@@ -126,7 +112,7 @@ def plot(rows, parameters):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="small N, 2 / 1 seeds (docs/paper)")
     parser.add_argument("--seeds", type=int, default=None, help="sampler seeds 0..seeds-1")
     parser.add_argument("--models", nargs="+", choices=["linear", "logistic"],

@@ -1,0 +1,1 @@
+"""The benchmarks behind the results page (docs/benchmarks.rst): ``python -m benchmarks NAME``."""

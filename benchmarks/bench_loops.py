@@ -1,0 +1,121 @@
+"""The tables that a loop over ``fit`` measured: each table's estimators, data and seeds.
+
+``--table`` picks one: ``nested-moves``, ``mixture-1e5``, ``missed-modes``,
+``mixture-scale-bias`` or ``iris-search`` (the labels of the results page).
+One line per fit (log Z, its std, the error against an importance-sampling
+reference where the table has one, CPU seconds, warnings), then per row the
+mean, the spread over seeds (SD and max - min) and the mean std. ``--seeds``
+and ``--n`` shrink a run.
+"""
+
+import numpy as np
+from sklearn.datasets import load_digits, load_iris, load_wine
+from sklearn.decomposition import PCA
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skevidence import EvidenceGMM, EvidenceLogisticRegression
+from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
+from _harness import GMM_PAPER, Timed, arguments
+from bench_gmm_reference import reference_log_evidence
+
+
+def gmm_reference(X, n_starts=4, **params):
+    """The relabelling-symmetrised importance-sampling value (20000 draws)."""
+    model = EvidenceGMM(**params)._make_model(X)
+    return reference_log_evidence(X, model, n_starts=n_starts)["log_evidence"]
+
+
+def standard(X):
+    return StandardScaler().fit_transform(X)
+
+
+def nested_moves(n, seeds):
+    X, y = make_logistic_regression(n or 1000, random_state=1)
+    ref = -629.40 if len(y) == 1000 else None
+    yield ("logistic, nested", (X, y), ref, seeds or [0, 1, 2],
+           lambda s: EvidenceLogisticRegression(method="nested", random_state=s), None)
+
+
+def mixture_1e5(n, seeds):
+    X = make_gaussian_mixture(n or 100_000, n_components=5, random_state=1)
+    yield ("paper mixture, 1e4-row calls", (X,), gmm_reference(X, n_components=5, **GMM_PAPER),
+           seeds or [0, 1, 2, 3], lambda s: EvidenceGMM(random_state=s, **GMM_PAPER), 10_000)
+
+
+def missed_modes(n, seeds):
+    for data_seed in (1, 2, 3):
+        X = make_gaussian_mixture(n or 100_000, n_components=5, random_state=data_seed)
+        yield (f"paper, data seed {data_seed}", (X,), None, seeds or [0, 1, 2, 3],
+               lambda s: EvidenceGMM(random_state=s, **GMM_PAPER), None)
+    X = make_pipeline(StandardScaler(), PCA(5), StandardScaler()).fit_transform(
+        load_digits().data)
+    for k in (2, 3, 4, 5):
+        yield (f"digits, K = {k}", (X,), None, seeds or [0, 1, 2, 3],
+               lambda s, k=k: EvidenceGMM(n_components=k, random_state=s), None)
+
+
+def mixture_scale_bias(n, seeds):
+    iris, wine = load_iris().data, load_wine().data
+    for k, default in ((2, range(6)), (3, range(8))):
+        yield (f"iris, paper priors, K = {k}", (standard(iris),),
+               gmm_reference(standard(iris), 16, n_components=k, **GMM_PAPER), seeds or default,
+               lambda s, k=k: EvidenceGMM(n_components=k, random_state=s, **GMM_PAPER), None)
+    for k in (2, 3):
+        yield (f"iris, default, K = {k}", (iris,),
+               gmm_reference(standard(iris), 16, n_components=k), seeds or range(3),
+               lambda s, k=k: make_pipeline(StandardScaler(),
+                                            EvidenceGMM(n_components=k, random_state=s)), None)
+    for m in (128, 512):
+        yield (f"wine, default, K = 2, M = {m}", (standard(wine),),
+               gmm_reference(standard(wine), 16, n_components=2), seeds or range(11),
+               lambda s, m=m: EvidenceGMM(n_components=2, n_particles=m, random_state=s), None)
+
+
+def iris_search(n, seeds):
+    for k in (1, 3, 4, 5, 6):
+        yield (f"iris, paper priors, K = {k}", (standard(load_iris().data),), None,
+               seeds or range(8),
+               lambda s, k=k: EvidenceGMM(n_components=k, random_state=s, **GMM_PAPER), None)
+
+
+TABLES = {"nested-moves": nested_moves, "mixture-1e5": mixture_1e5,
+          "missed-modes": missed_modes, "mixture-scale-bias": mixture_scale_bias,
+          "iris-search": iris_search}
+
+
+def run_row(label, data, reference, seeds, make, block):
+    values, stds = [], []
+    for seed in seeds:
+        est = make(seed)
+        with Timed() as t:
+            if block is None:
+                est.fit(*data)
+            else:
+                for start in range(0, len(data[0]), block):
+                    est.partial_fit(*(a[start:start + block] for a in data))
+        est = est[-1] if hasattr(est, "steps") else est
+        values.append(est.log_evidence_)
+        stds.append(est.log_evidence_std_)
+        error = "" if reference is None else f" error {values[-1] - reference:+7.2f}"
+        print(f"{label:<30} seed {seed:>2} log Z {values[-1]:12.2f} std {stds[-1]:5.2f}{error} "
+              f"{t.cpu:6.1f} CPU s {' '.join(t.warnings)}", flush=True)
+    v = np.array(values)
+    ref = ("" if reference is None
+           else f", reference {reference:.2f}, mean error {v.mean() - reference:+.2f}")
+    print(f"{label:<30} mean {v.mean():.2f}, SD {v.std(ddof=1) if len(v) > 1 else 0:.2f}, "
+          f"spread {np.ptp(v):.2f}, mean std {np.mean(stds):.2f}{ref}", flush=True)
+
+
+def main():
+    parser = arguments(__doc__)
+    parser.add_argument("--table", choices=list(TABLES), required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=None)
+    parser.add_argument("--n", type=int, default=None, help="rows of the simulated data")
+    args = parser.parse_args()
+    for row in TABLES[args.table](args.n, args.seeds):
+        run_row(*row)
+
+
+if __name__ == "__main__":
+    main()
