@@ -17,6 +17,13 @@ from skevidence.inference import ENGINES
 from tests.conftest import CHEAP
 
 
+@pytest.fixture(autouse=True)
+def default_thread_setting(monkeypatch):
+    """These tests are of the default count: a SKEVIDENCE_NUM_THREADS set for the
+    whole run (to run the suite with two threads) does not apply to them."""
+    monkeypatch.delenv("SKEVIDENCE_NUM_THREADS", raising=False)
+
+
 def replace_sgais_update(monkeypatch, update):
     """Run ``update`` in place of SGAIS's, through the registry the estimators read."""
     monkeypatch.setitem(ENGINES, "sgais", dataclasses.replace(ENGINES["sgais"], update=update))
