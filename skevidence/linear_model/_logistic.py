@@ -228,10 +228,8 @@ default=1.0
         mean = prior_array(self.prior_mean, "prior_mean", (K, p))
         std = prior_array(self.prior_std, "prior_std", (K, p), positive=True)
         intercept_mean = prior_array(self.intercept_prior_mean, "intercept_prior_mean", (K,))
+        # (None with an array prior_std: the model refuses it, naming intercept_prior_std)
         intercept_std = self.intercept_prior_std
-        if intercept_std is None and self.fit_intercept and np.ndim(self.prior_std) != 0:
-            raise ValueError("prior_std is an array: state the biases' with "
-                             "intercept_prior_std")
         if intercept_std is not None:
             intercept_std = prior_array(intercept_std, "intercept_prior_std", (K,),
                                         positive=True)
