@@ -33,7 +33,6 @@ REGISTRY = {
         "--device cpu --dtypes float64 --particles 128 --models logistic gmm"], 1800),
     "linreg": ("bench_linreg", "--seeds 5", 900),
     "real-data": ("bench_real_data", "", 300),
-    "ablation": ("ablation_linreg", "--size 1e5 --seeds 5", 1800),
     "many-parameters": ("bench_highdim", [
         "--data paper synth100 --particles 32", "--data digits3",
         "--data digits --splits 0 1 2 --no-reference"], 3600),
@@ -47,14 +46,9 @@ REGISTRY = {
     "importance-check": ("bench_logistic_stream", [
         "--n 1e6 --at 1e4 1e5 --data-seed 1 --fit --sampler-seeds 0 1 2",
         "--n 1e6 --at 1e4 1e5 --data-seed 2 --fit --sampler-seeds 0 1 2"], 1800),
-    "dynesty-logistic": ("bench_logistic", [
-        "--sizes 1e3 --dynesty", "--sizes 1e3 --dynesty --dynesty-slices 141",
-        "--sizes 1e3 --dynesty --dynesty-slices 423"], 7200),
     "three-clusters": ("bench_gmm_reference", [
         "--n 4000 --seeds 0 1 2 3", "--n 20000 --seeds 0 1 2 3 4",
         "--n 100000 --seeds 0 1 2 3"], 7200),
-    "mixture-stream-parts": ("bench_large_n", "--models gmm --parts", 600),
-    "mixture-references": ("bench_gmm", ["--n 10000 --smc", "--dynesty"], 14400),
     "particle-growth": ("bench_arm", [
         "--n-particles 32 --n 1000", "--n-particles 32 --n 2000"], 1800),
     "gp-classifier": ("bench_gp_classifier", "", 600),

@@ -39,7 +39,7 @@ def linear(seed, n=20_000):
 
 
 def logistic(seed, n=2000):
-    from bench_logistic import importance_sampling
+    from bench_logistic_stream import importance_sampling
     X, y = make_logistic_regression(n, n_features=3, n_classes=3, random_state=seed)
     est = EvidenceLogisticRegression(random_state=seed, engine_options=ENGINE_OPTIONS).fit(X, y)
     ref, ref_se, _, _ = importance_sampling(X, y, 3, n_samples=20_000, seed=seed)

@@ -11,6 +11,7 @@ cached in ``references/gmm_reference.json``; ``--trace-at`` prints the error
 along the stream.
 """
 
+import ast
 import json
 import math
 import os
@@ -21,10 +22,9 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gmm import (estimator_settings, log_posterior, posterior_modes,  # noqa: E402
-                       relabelling_maps)
+from sklearn.mixture import GaussianMixture
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from skevidence import EvidenceGMM  # noqa: E402
 from _harness import arguments  # noqa: E402
 
@@ -37,6 +37,104 @@ GEOMETRIES = {
     "unequal": ([[0.0, 0.0], [5.0, 5.0], [-5.0, 6.0]], [[2.0, 2.0], [0.3, 0.3], [1.0, 0.5]],
                 [0.8, 0.15, 0.05]),
 }
+
+
+# -- the posterior's modes (EM starts climbed by L-BFGS) --------------------------
+
+
+def log_posterior(model, X, theta):
+    """Unnormalised log posterior ``[M]``."""
+    return model.log_prior(theta) + model.log_likelihood(theta, (X,)).sum(1)
+
+
+def _climb_from_em(X, Xt, model, seed):
+    """One EM fit (random start) moved by L-BFGS to the posterior mode, ``[d]``.
+
+    Each start is optimised on its own, so a start that diverges cannot
+    spoil a line search shared with the others.
+    """
+    em = GaussianMixture(model.n_components, covariance_type="diag", random_state=seed,
+                         init_params="random_from_data").fit(X)
+    theta = model.pack(*(torch.as_tensor(a, dtype=torch.float64)[None]
+                         for a in (em.weights_, em.means_, em.covariances_)))
+    theta.requires_grad_(True)
+    optimiser = torch.optim.LBFGS([theta], max_iter=3000, tolerance_grad=1e-9,
+                                  tolerance_change=1e-14, history_size=50,
+                                  line_search_fn="strong_wolfe")
+
+    def closure():
+        optimiser.zero_grad()
+        loss = -log_posterior(model, Xt, theta).sum()
+        loss.backward()
+        return loss
+
+    optimiser.step(closure)
+    return theta.detach()[0]
+
+
+def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
+    """Distinct posterior modes from many EM fits, with their Hessians and Laplace masses.
+
+    scikit-learn's EM (diagonal covariances, one random start each) does not
+    depend on skevidence's sampler; L-BFGS then moves every EM optimum to
+    the posterior mode in the unconstrained parameters. Relabellings of one
+    mode share its log posterior, which is what tells modes apart. Modes
+    more than ``window`` nats below the best, or with a singular Hessian (a
+    component left without data), are dropped. Returns ``modes [J, d]``,
+    ``hessians [J, d, d]`` and the Laplace log masses ``[J]`` of one copy.
+    """
+    Xt = torch.as_tensor(X, dtype=torch.float64)
+    theta = torch.stack([_climb_from_em(X, Xt, model, seed + s) for s in range(n_starts)])
+    log_post = log_posterior(model, Xt, theta)
+    # A start that left the finite numbers is dropped, not allowed to spoil the others.
+    theta, log_post = theta[torch.isfinite(log_post)], log_post[torch.isfinite(log_post)]
+    if theta.shape[0] == 0:
+        raise RuntimeError("every mode search diverged")
+    _, first = np.unique(np.round(-log_post.numpy(), 2), return_index=True)
+    modes, hessians, masses = [], [], []
+    for i in first:  # best first
+        if log_post[i] < log_post.max() - window:
+            break
+        hessian = torch.autograd.functional.hessian(
+            lambda t: log_posterior(model, Xt, t[None])[0], theta[i])
+        sign, log_det = torch.linalg.slogdet(-hessian)
+        if sign > 0 and torch.linalg.eigvalsh(-hessian).min() > 1e-6:
+            modes.append(theta[i])
+            hessians.append(hessian)
+            masses.append(log_post[i] + 0.5 * model.n_params * math.log(2 * math.pi)
+                          - 0.5 * log_det)
+    return torch.stack(modes), torch.stack(hessians), torch.stack(masses)
+
+
+def relabelling_maps(model):
+    """``[K!, d, d]``: ``theta @ maps[p]`` relabels the components by permutation ``p``."""
+    maps = model.relabelling_maps()
+    if maps is None:
+        raise ValueError(f"no relabellings enumerated for {model.n_components} components")
+    return maps
+
+
+def parse_assignments(items):
+    out = {}
+    for item in items or []:
+        key, value = item.split("=", 1)
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def estimator_settings(args):
+    """EvidenceGMM parameters from ``--param`` / ``--engine``; sets and prints the threads."""
+    torch.set_num_threads(args.threads)
+    params = parse_assignments(args.param)
+    engine = parse_assignments(args.engine)
+    if engine:
+        params["engine_options"] = engine
+    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
+          f"threads {args.threads}")
+    return params
 
 
 def make_clusters(n, geometry, seed):

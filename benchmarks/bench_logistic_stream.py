@@ -101,6 +101,16 @@ def t_importance_sampling(post, mode, n_samples, nu, seed):
     return log_z, se, ess
 
 
+def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
+    """Importance sampling from a Student t at the posterior mode: log Z, its
+    standard error, the ESS as a fraction of the draws and the Laplace
+    approximation."""
+    post = LogisticPosterior(X, y, n_classes)
+    mode = post.mode()
+    log_z, se, ess = t_importance_sampling(post, mode, n_samples, nu, seed)
+    return log_z, se, ess / n_samples, post.laplace(mode)
+
+
 def _chi2(n, nu, gen):
     """Chi-square draws as sums of squared normals (integer ``nu``), reproducible."""
     return (torch.randn(n, int(nu), generator=gen, dtype=torch.float64) ** 2).sum(1)

@@ -1,9 +1,8 @@
 """skevidence side by side with other evidence samplers, on the paper's three models.
 
 Every sampler sees the same data and model on one thread; each peer
-(``pymc`` ``sample_smc``, ``dynesty``, ``ultranest``, ``nautilus``,
-``pocomc``, with their defaults) is optional (``pip install
-skevidence[benchmark]``) and runs in a child process under ``--time-cap``
+(PyMC's ``sample_smc`` and ``dynesty``, with their defaults) is optional
+(``pip install skevidence[benchmark]``) and runs in a child process under ``--time-cap``
 seconds, so one that is missing, fails or runs too long gets a note (one
 stopped at the cap shows the CPU seconds it used, a lower bound of its
 ratio). References: the closed form (``linear``), importance sampling from a
@@ -36,9 +35,9 @@ from skevidence.datasets import (  # noqa: E402
 from _harness import GMM_PAPER, LINEAR_PAPER, arguments
 
 # Importance-sampling references of make_logistic_regression(N, random_state=1)
-# (bench_logistic.importance_sampling, standard error about 0.01 nats).
+# (bench_logistic_stream.importance_sampling, standard error about 0.01 nats).
 LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
-PEERS = ("pymc", "dynesty", "ultranest", "nautilus", "pocomc")
+PEERS = ("pymc", "dynesty")
 
 
 # -- the three problems: data, reference, numpy likelihood and prior transform --------------
@@ -94,7 +93,7 @@ class Logistic:
         n = len(self.y)
         if n in LOGISTIC_IS:
             return LOGISTIC_IS[n], "IS (stored)"
-        from bench_logistic import importance_sampling
+        from bench_logistic_stream import importance_sampling
         est = importance_sampling(self.X, self.y, self.K, n_samples=max(4000, int(2e8 // n)))
         return est[0], f"IS +-{est[1]:.2f}"
 
@@ -211,45 +210,7 @@ def run_dynesty(problem, seed):
     return logz, calls
 
 
-def run_ultranest(problem, seed):
-    import logging
-
-    import ultranest
-    logging.getLogger("ultranest").setLevel(logging.ERROR)
-    np.random.seed(seed)
-    names = [f"t{i}" for i in range(problem.d)]
-    sampler = ultranest.ReactiveNestedSampler(names, problem.loglike, problem.prior_transform)
-    result = sampler.run(show_status=False, viz_callback=False)
-    return float(result["logz"]), int(result["ncall"])
-
-
-def run_nautilus(problem, seed):
-    import nautilus
-    sampler = nautilus.Sampler(problem.prior_transform, problem.loglike, n_dim=problem.d,
-                               seed=seed)
-    sampler.run(verbose=False)
-    return float(sampler.log_z), int(sampler.n_like)
-
-
-def run_pocomc(problem, seed):
-    import pocomc
-    from scipy.stats import uniform
-
-    def loglike(u):
-        return problem.loglike(problem.prior_transform(u))
-
-    prior = pocomc.Prior([uniform(0.0, 1.0)] * problem.d)
-    sampler = pocomc.Sampler(prior, loglike, n_dim=problem.d, random_state=seed)
-    sampler.run(progress=False)
-    logz, _ = sampler.evidence()
-    calls = getattr(sampler, "calls", None)
-    return float(logz), (int(calls) if calls is not None else None)
-
-
-RUNNERS = {"pymc": run_pymc, "dynesty": run_dynesty, "ultranest": run_ultranest,
-           "nautilus": run_nautilus, "pocomc": run_pocomc}
-MODULES = {"pymc": "pymc", "dynesty": "dynesty", "ultranest": "ultranest",
-           "nautilus": "nautilus", "pocomc": "pocomc"}
+RUNNERS = {"pymc": run_pymc, "dynesty": run_dynesty}
 
 
 def _cpu_seconds():
@@ -300,7 +261,7 @@ def _process_cpu_seconds(pid):
 
 def importable(name):
     try:
-        __import__(MODULES[name])
+        __import__(name)
         return True
     except Exception:
         return False

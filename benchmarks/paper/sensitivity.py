@@ -49,7 +49,7 @@ def reference(model, X, y):
     cls, params, _ = C.MODELS[model]
     if model == "linear":
         return cls(**params).exact_log_evidence(X, y)
-    from bench_logistic import importance_sampling
+    from bench_logistic_stream import importance_sampling
 
     draws = max(4000, int(2e7 // len(y)))
     return importance_sampling(X, y, len(np.unique(y)), n_samples=draws)[0]
