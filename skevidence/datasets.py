@@ -1,4 +1,5 @@
-"""The simulated data sets of the paper (Cameron, Eggers & Kroon 2019, section 6).
+"""The simulated data sets of the paper (Cameron, Eggers & Kroon 2019, section 6),
+and the radiata pine data, the literature's standard test of evidence estimators.
 
 Every generator draws its true parameters once from the model's prior, then
 ``n_samples`` i.i.d. observations. Each random ingredient (parameters,
@@ -9,9 +10,12 @@ data set of size ``N >= n`` are the data set of size ``n``, and the true
 parameters do not depend on ``n_samples``. They return numpy arrays.
 """
 
+import inspect
 import numbers
+from importlib import resources
 
 import numpy as np
+from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, validate_params
 
 __all__ = [
@@ -19,6 +23,7 @@ __all__ = [
     "make_logistic_regression",
     "make_gaussian_mixture",
     "make_shifting_clusters",
+    "load_radiata_pine",
 ]
 
 
@@ -291,3 +296,49 @@ def make_shifting_clusters(n_samples=100_000, random_state=None, return_params=F
                   "change_points": _SHIFT_CHANGE_POINTS, "n_active": _SHIFT_ACTIVE}
         return X, labels, params
     return X, labels
+
+
+def load_radiata_pine(*, return_X_y=False):
+    """The radiata pine data: compression strength against two measures of density.
+
+    Maximum compression strength parallel to the grain of 42 specimens of
+    radiata pine, with their density and their density adjusted for resin
+    content (Williams 1959). Which of the two densities predicts strength
+    better is the standard test of evidence estimators on real data: with
+    the conjugate prior of Friel & Wyse (2012) (coefficients given the
+    noise ``N((3000, 185), sigma^2 diag(1 / 0.06, 1 / 6))`` on the centred
+    predictor, ``1 / sigma^2 ~ Gamma(3, rate 2 * 300^2)``) the published log
+    evidences are -310.1283 (density) and -301.7046 (adjusted density).
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(X, y)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        ``data`` (42, 2): density and adjusted density; ``target`` (42,):
+        strength (psi); ``feature_names``; ``DESCR``.
+
+    References
+    ----------
+    Williams, E. J. (1959). *Regression Analysis*. Wiley.
+
+    Friel, N. & Wyse, J. (2012). Estimating the evidence -- a review.
+    *Statistica Neerlandica* 66(3), 288-308.
+
+    Examples
+    --------
+    >>> from skevidence.datasets import load_radiata_pine
+    >>> X, y = load_radiata_pine(return_X_y=True)
+    >>> X.shape, y.shape
+    ((42, 2), (42,))
+    """
+    with resources.files("skevidence").joinpath("data", "radiata_pine.csv").open() as f:
+        table = np.loadtxt(f, delimiter=",", skiprows=1)
+    X, y = table[:, 1:], table[:, 0]
+    if return_X_y:
+        return X, y
+    return Bunch(data=X, target=y, feature_names=["density", "adjusted_density"],
+                 DESCR=inspect.cleandoc(load_radiata_pine.__doc__).split("\n\n")[1])
