@@ -1,117 +1,139 @@
-"""EvidenceLinearRegression with its defaults on real data whose y has units.
+"""The estimators with their defaults on public real data, as a user fits them.
 
-``load_diabetes`` as a new user would fit it: ``make_pipeline(StandardScaler(),
-EvidenceLinearRegression())`` on a 70% split, raw ``y`` and ``y x 1000``
-(``--paper`` adds the paper's unit-scale model). First table, per sampler
-seed and scale: wall and CPU seconds, log Z, the exact value, the
-difference, the coverage of the 95% predictive intervals on the held-out
-rows, test R^2 against ``BayesianRidge``, annealing steps, and
-``log Z + n log c`` (the Jacobian of the units removed). Second table: a
-few feature subsets' evidence at both scales and their ranks.
+Each data set goes through ``make_pipeline(preprocessing, estimator)``:
+one-hot categories and ``StandardScaler`` on every column, nothing tuned.
+References are independent of the sampler: the closed form for linear
+regression, importance sampling from a multivariate t at the posterior
+mode (two seeds, standard error and ESS printed) for logistic regression.
+
+* ``diabetes``: scikit-learn's, 442 rows, 10 features, ``y`` in its units
+  (and ``x 1000``);
+* ``diamonds``: ggplot2's 53,940 diamonds, price on carat, depth, table and
+  the collinear x, y, z, with one-hot cut, colour and clarity (23 columns);
+  raw price (heavy right tail, gross outliers) and log price;
+* ``nass``: the US crash records of DAAG's ``nassCDS`` (26,216 occupants),
+  death on speed band, airbag, seat belt, frontal
+  impact, sex, age, vehicle year, occupant role and deployment: a rare
+  outcome (4.5%) with rare one-hot levels.
+
+The Rdatasets CSVs are read from ``--data-dir`` (downloaded there from
+``RDATASETS`` when missing). One row per data set and sampler seed: error
+against the reference, reported std, CPU seconds, warnings; then per data
+set the seeds' RMS error, their SD and the mean reported std.
 """
 
+import os
 import time
+import urllib.request
+import warnings
 
 import numpy as np
+import pandas as pd
+from sklearn.compose import make_column_transformer
 from sklearn.datasets import load_diabetes
-from sklearn.linear_model import BayesianRidge
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from skevidence import EvidenceLinearRegression
-from _harness import LINEAR_PAPER, arguments
+from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression
+from _harness import arguments
+from bench_logistic_stream import importance_sampling
 
-SCALES = [1.0, 1000.0]
-SUBSETS = {
-    "all 10": None,
-    "bmi bp s5": ["bmi", "bp", "s5"],
-    "bmi bp s1 s5": ["bmi", "bp", "s1", "s5"],
-    "bmi s5": ["bmi", "s5"],
-    "bmi": ["bmi"],
-    "age sex": ["age", "sex"],
+RDATASETS = "https://vincentarelbundock.github.io/Rdatasets/csv"
+
+
+def _csv(args, package, name):
+    path = os.path.join(args.data_dir, f"{name}.csv")
+    if not os.path.exists(path):
+        os.makedirs(args.data_dir, exist_ok=True)
+        urllib.request.urlretrieve(f"{RDATASETS}/{package}/{name}.csv", path)
+    return pd.read_csv(path)
+
+
+def _encoded(frame, categorical):
+    """One-hot ``categorical`` (first level dropped), then every column standardised."""
+    return make_pipeline(
+        make_column_transformer((OneHotEncoder(drop="first", sparse_output=False), categorical),
+                                remainder="passthrough"),
+        StandardScaler())
+
+
+def diabetes(args, scale):
+    X, y = load_diabetes(return_X_y=True)
+    return "linear", StandardScaler(), X, scale * y
+
+
+def diamonds(args, log_price):
+    frame = _csv(args, "ggplot2", "diamonds").drop(columns="rownames")
+    y = frame.pop("price").to_numpy(float)
+    return "linear", _encoded(frame, ["cut", "color", "clarity"]), frame, \
+        np.log(y) if log_price else y
+
+
+def nass(args):
+    frame = _csv(args, "DAAG", "nassCDS").dropna(subset=["yearVeh"])
+    y = (frame["dead"] == "dead").to_numpy(int)
+    columns = ["dvcat", "airbag", "seatbelt", "frontal", "sex", "ageOFocc", "yearVeh",
+               "occRole", "deploy"]
+    return "logistic", _encoded(frame, ["dvcat", "airbag", "seatbelt", "sex", "occRole"]), \
+        frame[columns], y
+
+
+DATA = {
+    "diabetes": lambda a: diabetes(a, 1.0),
+    "diabetes-x1000": lambda a: diabetes(a, 1000.0),
+    "diamonds": lambda a: diamonds(a, False),
+    "diamonds-log": lambda a: diamonds(a, True),
+    "nass": nass,
 }
+ESTIMATORS = {"linear": EvidenceLinearRegression, "logistic": EvidenceLogisticRegression}
 
 
-def fit_and_score(X_tr, y_tr, X_te, y_te, seed, **params):
-    pipe = make_pipeline(StandardScaler(), EvidenceLinearRegression(random_state=seed, **params))
-    start, cpu_start = time.perf_counter(), time.process_time()
-    pipe.fit(X_tr, y_tr)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    reg = pipe[-1]
-    mean, std = pipe.predict(X_te, return_std=True)
-    exact = reg.exact_log_evidence(pipe[0].transform(X_tr), y_tr)
-    return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "log_z": reg.log_evidence_,
-        "exact": exact,
-        "coverage": float(np.mean(np.abs(y_te - mean) <= 1.96 * std)),
-        "r2": pipe.score(X_te, y_te),
-        "steps": int(reg.evidence_trace_["n_annealing_steps"].sum()),
-    }
+def reference(kind, Z, y):
+    """The exact or importance-sampling log evidence of the default prior on ``Z``."""
+    if kind == "linear":
+        return EvidenceLinearRegression().exact_log_evidence(Z, y), "exact"
+    runs = [importance_sampling(Z, y, len(np.unique(y)), n_samples=20_000, seed=s)
+            for s in (0, 1)]
+    (a, se_a, ess_a, _), (b, se_b, ess_b, _) = runs
+    return 0.5 * (a + b), f"IS {a:.2f}+-{se_a:.2f}, {b:.2f}+-{se_b:.2f}, ESS {ess_a:.0%}"
 
 
 def main():
     parser = arguments(__doc__)
+    parser.add_argument("--data", nargs="+", default=list(DATA), choices=list(DATA))
     parser.add_argument("--seeds", type=int, default=3, help="sampler seeds 0..seeds-1")
-    parser.add_argument("--paper", action="store_true",
-                        help="also fit the paper's unit-scale model (about a minute)")
+    parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "data"))
     args = parser.parse_args()
-
-    data = load_diabetes(as_frame=True)
-    X, y = data.data, data.target.to_numpy()
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
-    n = len(y_tr)
-
-    print(f"diabetes: n_train {n}, n_test {len(y_te)}, sd(y) {y.std():.1f}")
-    print(f"{'model':>8} {'y x':>6} {'seed':>4} {'fit s':>6} {'cpu s':>6} {'log Z':>11} "
-          f"{'exact':>11} {'error':>7} {'logZ+nlogc':>10} {'cover95':>7} {'R2':>6} "
-          f"{'R2 BR':>6} {'steps':>5}")
-    seconds = {c: [] for c in SCALES}
-    cpu_seconds = {c: [] for c in SCALES}
-    rows = [("default", c, {}) for c in SCALES]
-    if args.paper:
-        rows.append(("paper", 1.0, LINEAR_PAPER))
-    for seed in range(args.seeds):
-        for name, c, params in rows:
-            r = fit_and_score(X_tr, c * y_tr, X_te, c * y_te, seed, **params)
-            bayes_ridge = make_pipeline(StandardScaler(), BayesianRidge()).fit(X_tr, c * y_tr)
-            r2_br = bayes_ridge.score(X_te, c * y_te)
-            if name == "default":
-                seconds[c].append(r["seconds"])
-                cpu_seconds[c].append(r["cpu"])
-            print(f"{name:>8} {c:>6g} {seed:>4d} {r['seconds']:>6.2f} {r['cpu']:>6.2f} "
-                  f"{r['log_z']:>11.3f} {r['exact']:>11.3f} {r['log_z'] - r['exact']:>+7.3f} "
-                  f"{r['log_z'] + n * np.log(c):>10.3f} {r['coverage']:>7.3f} "
-                  f"{r['r2']:>6.3f} {r2_br:>6.3f} {r['steps']:>5d}", flush=True)
-    ratio = np.median(seconds[SCALES[-1]]) / np.median(seconds[SCALES[0]])
-    cpu_ratio = np.median(cpu_seconds[SCALES[-1]]) / np.median(cpu_seconds[SCALES[0]])
-    print(f"median fit time, y x {SCALES[-1]:g} / y x {SCALES[0]:g}: {ratio:.2f} wall, "
-          f"{cpu_ratio:.2f} CPU")
-
-    print()
-    print("feature subsets (seed 0; log Z + n log c, estimate / exact):")
-    header = f"{'subset':>14}" + "".join(f" {'est y x ' + format(c, 'g'):>13} "
-                                          f"{'exact':>10}" for c in SCALES)
-    print(header)
-    table = {}
-    for label, cols in SUBSETS.items():
-        Xs = X_tr if cols is None else X_tr[cols]
-        Xs = StandardScaler().fit_transform(Xs)
-        line = f"{label:>14}"
-        for c in SCALES:
-            reg = EvidenceLinearRegression(random_state=0).fit(Xs, c * y_tr)
-            est = reg.log_evidence_ + n * np.log(c)
-            exact = reg.exact_log_evidence(Xs, c * y_tr) + n * np.log(c)
-            table[label, c] = (est, exact)
-            line += f" {est:>13.3f} {exact:>10.3f}"
-        print(line, flush=True)
-    for c in SCALES:
-        order = sorted(SUBSETS, key=lambda k: -table[k, c][0])
-        print(f"ranking by estimate, y x {c:g}: " + " > ".join(order))
-    exact_order = sorted(SUBSETS, key=lambda k: -table[k, SCALES[0]][1])
-    print("ranking by exact evidence:   " + " > ".join(exact_order))
+    print(f"{'data':<15} {'rows':>6} {'seed':>4} {'log Z':>12} {'error':>7} {'std':>5} "
+          f"{'CPU s':>6}  warnings")
+    for name in args.data:
+        kind, prep, X, y = DATA[name](args)
+        Z = prep.fit_transform(X)
+        ref, how = reference(kind, Z, y)
+        print(f"{name:<15} {len(y):>6} {'ref':>4} {ref:>12.2f}  ({how}; {Z.shape[1]} columns)",
+              flush=True)
+        errors, stds = [], []
+        for seed in range(args.seeds):
+            pipe = make_pipeline(prep, ESTIMATORS[kind](random_state=seed))
+            cpu = time.process_time()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    pipe.fit(X, y)
+                except FloatingPointError as error:
+                    print(f"{name:<15} {len(y):>6} {seed:>4}  failed: {str(error)[:70]}")
+                    continue
+            est = pipe[-1]
+            errors.append(est.log_evidence_ - ref)
+            stds.append(est.log_evidence_std_)
+            kinds = sorted({type(w.message).__name__ for w in caught})
+            print(f"{name:<15} {len(y):>6} {seed:>4} {est.log_evidence_:>12.2f} "
+                  f"{errors[-1]:>+7.2f} {stds[-1]:>5.2f} {time.process_time() - cpu:>6.1f}  "
+                  f"{' '.join(kinds) or '-'}", flush=True)
+        if len(errors) > 1:
+            errors = np.array(errors)
+            print(f"{name:<15} RMS error {np.sqrt(np.mean(errors**2)):.2f}, SD over seeds "
+                  f"{errors.std(ddof=1):.2f}, mean std {np.mean(stds):.2f}", flush=True)
 
 
 if __name__ == "__main__":
