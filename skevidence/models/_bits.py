@@ -65,17 +65,16 @@ def summed_log_normalizer_bits_(bits, with_proba=False, out=None):
     return log_norm, _proba_if(with_proba, powers, total)
 
 
-def single_precision_buffer(stats, shape, device):
+def single_precision_buffer(buffers, shape, device):
     """A float32 buffer of ``shape`` for :func:`summed_log_normalizer_bits_`'s ``out``, kept
-    in a prepared batch's ``stats["buffers"]`` (a model's ``prepare_move_batch`` makes that
-    dict) and reused per shape; None where the batch has none."""
-    if stats is None or "buffers" not in stats:
+    in ``buffers`` (a dict of a prepared batch's, by shape) and reused; None where
+    ``buffers`` is None."""
+    if buffers is None:
         return None
     shape = tuple(shape)
-    buffer = stats["buffers"].get(shape)
-    if buffer is None:
-        buffer = stats["buffers"][shape] = torch.empty(shape, dtype=torch.float32, device=device)
-    return buffer
+    if shape not in buffers:
+        buffers[shape] = torch.empty(shape, dtype=torch.float32, device=device)
+    return buffers[shape]
 
 
 def _proba_if(with_proba, powers, total):
