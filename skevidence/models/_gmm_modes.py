@@ -3,14 +3,9 @@
 A cloud caught in a lesser configuration (a component spent on a cluster
 that another covers, so that a small cluster has none) cannot leave it by
 local moves once the data are many: the barrier grows with them. Moving one
-component to a data point and climbing by EM crosses it
-(:func:`relocated_starts`); where two or more components must move together,
-starts that need no cloud do (:func:`fresh_modes`). Moving one component at a
-time cannot leave a configuration that two or more must leave together:
-without fresh starts, runs that differ only in the sampler's seed each find
-their own cloud's mode and their evidences disagree by tens of nats; a
-hundred or so starts make them agree, a few dozen do not (docs: benchmarks,
-Gaussian mixture).
+component to a data point and climbing by EM crosses it; where two or more
+components must move together, starts that need no cloud do (docs:
+benchmarks, Gaussian mixture).
 """
 
 import math
@@ -41,9 +36,8 @@ def mode_candidates(model, theta, rows, generator):
 
     Starts moved from ``theta [d]`` and fresh ones climb by MAP-EM on a strided
     subsample of ``rows`` (whose mode is not the full data's), the best of them
-    then on all of ``rows``. The climbs run in single precision, which costs
-    less: they only propose points, which the search then rates on every row in
-    double precision.
+    then on all of ``rows``; in single precision, which costs less: they only
+    propose points, which the search rates on every row in double precision.
     """
     X = rows[0].to(torch.float32)
     subsample = strided(X, SEARCH_ROWS)

@@ -201,8 +201,11 @@ class GaussianMixtureModel(Model):
 
     def prepare_move_batch(self, batch):
         """:meth:`prepare_batch` that also has the moves form the powers of the joint,
-        the responsibilities and their sums in single precision (the joint and the
-        logarithms stay double: the log likelihood errs by about 1e-9 of itself)."""
+        the responsibilities and their sums in single precision (the exponentials
+        are most of their cost). The joint, whose expanded square cancels, and the
+        logarithms stay double: the log likelihood errs by about 1e-9 of itself, the
+        gradient, whose variance terms cancel, by up to 1e-4 of its largest entry
+        (data 40 standard deviations from the origin), which the accept step corrects."""
         rows = MixtureRows.of(batch[0])
         if rows.features.dtype == torch.float64:
             rows.single, rows.buffers = rows.features.float(), {}
@@ -233,13 +236,8 @@ class GaussianMixtureModel(Model):
         return kernels.spare_weight(self.parts, self.n_components, theta, weights, store)
 
     def grad_log_likelihood(self, theta, batch):
-        """Responsibility-weighted sums of the per-component gradients.
-
-        With ``r_nk`` the responsibilities, ``N_k = sum_n r_nk``,
-        ``S1 = sum_n r_nk x_n`` and ``S2 = sum_n r_nk x_n^2``:
-        d/dlogit_k = N_k - B w_k, d/dmean = (S1 - N_k m) / v,
-        d/dlog v = -N_k / 2 + (S2 - 2 m S1 + N_k m^2) / (2 v) (:func:`._gmm_kernels.gradient`).
-        """
+        """Responsibility-weighted sums of the per-component gradients
+        (:func:`._gmm_kernels.gradient`)."""
         return self.log_likelihood_and_grad(theta, batch)[1]
 
     def log_likelihood_and_grad(self, theta, batch):
@@ -252,46 +250,26 @@ class GaussianMixtureModel(Model):
         return self._log_likelihood_and_grad(self.parts(theta), batch)
 
     def _log_likelihood_and_grad(self, parts, batch):
-        """:meth:`log_likelihood_and_grad` from the parameter maps of :meth:`parts`.
-
-        From a batch of :meth:`prepare_move_batch` the powers of the joint,
-        the responsibilities and their sums over the rows are single
-        precision (the exponentials are most of their cost): the joint,
-        whose expanded square cancels, and the logarithms stay double, so
-        the log likelihood errs by about 1e-9 of itself; the gradient, whose
-        variance terms cancel, by up to 1e-4 of its largest entry (data 40
-        standard deviations from the origin), which the moves' accept step
-        corrects.
-        """
+        """:meth:`log_likelihood_and_grad` from the parameter maps of :meth:`parts`."""
         X = batch[0]
         rows = batch.stats if isinstance(batch, PreparedBatch) else MixtureRows.of(X)
         log_lik, moments = kernels.summed_over_rows(parts, rows)
         return log_lik, kernels.gradient(parts, moments, X.shape[0])
 
     def weighted_grad_log_likelihood(self, theta, terms):
-        """All the terms' rows in one pass, each row's responsibilities weighted (its
-        ``[x^2, x, 1]`` scaled by its term's weight): one call costs about what a
-        call on the largest term does where the rows are few (a mini-batch of the
-        past data and one of the chunk, at each step of the moves)."""
+        """All the terms' rows in one pass, each row's responsibilities weighted: one call
+        costs about what a call on the largest term does where the rows are few."""
         (X,), row_weights = stacked_terms(terms)
         parts, features = self.parts(theta), kernels.joint_features(X)
-        _, moments = kernels.summed_over_rows(parts, MixtureRows(features, row_weights[:, None]
-                                                                 * features))
+        _, moments = kernels.summed_over_rows(parts, MixtureRows(features,
+                                                                 row_weights[:, None] * features))
         return kernels.gradient(parts, moments, row_weights.sum())
 
     def fisher_information(self, theta, batch):
-        """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its Hessian.
-
-        With ``a_k`` the log joint of component ``k``, ``g_k`` its gradient
-        and ``r_k`` the responsibilities, one row's Hessian is
-        ``sum_k r_k (H_k + g_k g_k^T) - gbar gbar^T`` (``gbar = sum_k r_k
-        g_k``). ``g_k`` and ``H_k`` live in the logits and component ``k``'s
-        own ``2 D`` slots, so the first sum is ``K`` small blocks and only
-        ``gbar gbar^T`` costs ``O(B d^2)``. Not the expected information
-        (the data enter through the responsibilities), so that a control
-        variate's linear term matches each row's change of gradient; it
-        need not be positive definite away from a mode.
-        """
+        """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its
+        Hessian (:func:`._gmm_kernels.information`). Not the expected information,
+        so that a control variate's linear term matches each row's change of
+        gradient; it need not be positive definite away from a mode."""
         return kernels.information(self.parts(theta[None]), batch[0].to(theta.dtype))
 
     def weighted_fisher_information(self, theta, terms):
@@ -334,25 +312,17 @@ class GaussianMixtureModel(Model):
         """:meth:`posterior_scale` shared by the particles up to the labelling of the components.
 
         Each live particle's components are matched to those of the first
-        (:func:`._labels.match_labels`, of the means in units of the prior's
-        ``variance_scale`` and the log-variances), the information of each matched
+        (:func:`._labels.match_labels`), the information of each matched
         component is averaged over them in log space (a geometric mean),
         and each particle gets the average in its own labelling. The scale
         then follows the component, not the particle's position: a scale
         that follows the position of the particle it moves makes the move
         leave the posterior, and the evidence comes out too high.
         """
-        kept = theta[live]
-        labels = _labels.match_labels(self._label_cost(kept, kept[0]))
-        order = labels.argsort(dim=1)  # back to each particle's own labelling
-        shared = []
-        for info in self._component_information(theta, n_eff):
-            matched = _labels.take_components(info[live].clamp_min(1e-300).log(), labels)
-            mean = matched.mean(0).exp()
-            full = mean.expand((theta.shape[0],) + mean.shape).clone()  # the dead: any labelling
-            full[live] = mean[order]
-            shared.append(full)
-        return self._scale_from(*shared)
+        _, means, log_var = self._split(theta[live])
+        labels = _labels.match_labels(means, log_var, self.prior_location(theta)[1])
+        return self._scale_from(*(_labels.shared_by_component(info, live, labels)
+                                  for info in self._component_information(theta, n_eff)))
 
     def _component_information(self, theta, n_eff):
         """Fisher information of each component's weight, mean and log-variance (see above).
@@ -379,22 +349,6 @@ class GaussianMixtureModel(Model):
         info = torch.cat([weight_info[:, : K - 1], mean_info.reshape(M, -1),
                           log_var_info.reshape(M, -1)], 1)
         return info.clamp_min(1e-300).rsqrt()
-
-    def _label_cost(self, theta, reference):
-        """``[M, j, k]``: how far particle m's component ``j`` lies from ``reference``'s ``k``.
-
-        Squared distances of the means in units of the prior's ``variance_scale``
-        (the data's scale by default, so that, like every step of the sampler,
-        the matching does not change when the data are rescaled; not the
-        reference's own variances, which early in the annealing are
-        heavy-tailed prior draws) plus those of the log-variances.
-        """
-        _, means, log_var = self._split(theta)
-        _, ref_means, ref_log_var = self._split(reference[None])
-        _, unit = self.prior_location(theta)
-        mean_gap = (means[:, :, None] - ref_means[:, None]).square() / unit
-        var_gap = (log_var[:, :, None] - ref_log_var[:, None]).square()
-        return (mean_gap + var_gap).sum(-1)
 
     # -- closed form -------------------------------------------------------------------
 
