@@ -1,9 +1,5 @@
-"""The mixture's fused kernels: its log joint, the moments of the responsibilities, the
-gradient and the observed information from them, and the weight of unused components.
-
-Every function takes the parameter maps of :class:`Parts` and the rows (or their
-features ``[x^2, x, 1]``); none needs the model itself, whose prior they do not read.
-"""
+"""The mixture's fused likelihood kernels, on the parameter maps of :class:`Parts` and
+the rows: log joint, moments of the responsibilities, gradient, information, spare weight."""
 
 import functools
 import math
@@ -12,19 +8,13 @@ from typing import NamedTuple
 
 import torch
 
-from ._bits import LOG2_E, single_precision_buffer, summed_log_normalizer_bits_
+from ._bits import LOG2_E, summed_log_normalizer_bits_
 from .base import block_elements, row_blocks
 
 _LOG_2PI = math.log(2.0 * math.pi)
-# Entries of the [points, K, rows] joint per block of rows on the CPU, where
-# one call evaluates many points on many rows: they stay in the cache, where
-# a larger block spills to memory and each row costs more. On a GPU,
-# base.block_elements.
+# Entries of the [points, K, rows] joint per block on the CPU: more spill from the cache.
 CACHE_ELEMENTS = 1 << 19
-# A component whose responsibilities sum to less than this explains no datum
-# (spare_weight): it follows its prior. A light but real component (a few
-# rows in a thousand) can dip below one observation under a fair share of the
-# posterior; a tenth of one is low enough that it rarely counts as empty.
+# Rows a component explains at least, or it is empty: a light real one rarely dips below.
 EMPTY_COUNT = 0.1
 
 
@@ -54,6 +44,12 @@ class MixtureRows:
         """These rows' slice ``rows`` (the buffers shared)."""
         return MixtureRows(*(None if t is None else t[rows]
                              for t in (self.features, self.weighted, self.single)), self.buffers)
+
+    def buffer(self, shape):
+        """A float32 buffer of ``shape`` for the responsibilities, reused; None without buffers."""
+        if self.buffers is not None and shape not in self.buffers:
+            self.buffers[shape] = torch.empty(shape, dtype=torch.float32, device=self.single.device)
+        return None if self.buffers is None else self.buffers[shape]
 
 
 def joint_features(X):
@@ -97,7 +93,7 @@ def summed_over_rows(parts, rows):
         block = rows.block(in_block)
         # [M, K, rows], overwritten by the responsibilities (or they go to a buffer)
         joint = log_joint(parts, block.features, scale=LOG2_E)
-        out = single_precision_buffer(block.buffers, joint.shape, joint.device)
+        out = block.buffer(tuple(joint.shape))
         block_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
         if out is not None:
             rows_features = block.single
@@ -177,13 +173,10 @@ def spare_weight(parts_of, n_components, theta, weights, store):
     ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``;
     ``parts_of`` maps points to their :class:`Parts`.
 
-    In single precision (cheaper than double): only counts near ``EMPTY_COUNT``
-    matter, sums of small responsibilities that it gives to about 1e-7 of
-    themselves; each block's counts are added in double. Counts only
-    grow from block to block, so a particle leaves the pass once each
-    of its components has reached ``EMPTY_COUNT``: where every
-    component explains data, the first block decides (the same result
-    as the whole pass, at a fraction of it on many rows).
+    In single precision, which gives sums of small responsibilities to about 1e-7
+    of themselves. Counts only grow, so a particle leaves the pass once each of
+    its components has reached ``EMPTY_COUNT``: where every component explains
+    data, the first block of rows decides.
     """
     theta, M = theta.float(), theta.shape[0]
     counts = torch.zeros(M, n_components, dtype=torch.float64, device=theta.device)

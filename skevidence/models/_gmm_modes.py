@@ -16,18 +16,15 @@ from sklearn.cluster import kmeans_plusplus
 
 from ._gmm_kernels import MixtureRows, summed_over_rows
 
-# Data points each component is moved to; also how many fresh modes join the search.
-# A few points per component lift a cloud trapped well below the mode; on a few
-# well-separated components it takes more to reach the best mode, not one below it.
+# Data points per component moved to, and fresh modes kept: fewer miss well-separated ones.
 RELOCATIONS = 8
-# Climbs from k-means++ seeds: a hundred or so make runs of different seeds agree.
+# Climbs from k-means++ seeds: a hundred or so make runs that differ in seed agree.
 FRESH_STARTS = 128
-# Rows the climbs run on (the fresh ones on an eighth: a start only has to reach a
-# mode's basin, which a subsample locates, and many starts on all would dominate).
+# Rows of the climbs (of the fresh ones an eighth): a subsample locates a mode's basin.
 SEARCH_ROWS = 16384
-# EM iterations of the climbs (half as many again for the best on all rows).
+# EM iterations of the climbs (half as many for the best on all rows).
 EM_ITERATIONS = 40
-# The best climbs refined on all rows (one past 4 * SEARCH_ROWS, where that EM costs most).
+# Climbs refined on all rows (one past 4 * SEARCH_ROWS, where that EM costs most).
 REFINED = 3
 
 
@@ -62,10 +59,8 @@ def relocated_starts(model, theta, X, generator):
     weights = log_w.exp().expand(K, L, K).clone()
     means = means.expand(K, L, K, D).clone()
     variances = variances.expand(K, L, K, D).clone()
-    for k in range(K):  # K small: each candidate moves one component
-        weights[k, :, k] = 1.0 / (2 * K)
-        means[k, :, k] = locations
-        variances[k, :, k] = X.var(0) / K**2
+    k = torch.arange(K, device=X.device)  # candidate group k moves component k
+    weights[k, :, k], means[k, :, k], variances[k, :, k] = 1.0 / (2 * K), locations, X.var(0) / K**2
     weights = weights / weights.sum(-1, keepdim=True)
     return model.pack(weights.reshape(K * L, K), means.reshape(K * L, K, D),
                       variances.reshape(K * L, K, D))

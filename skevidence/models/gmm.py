@@ -33,8 +33,7 @@ from .base import Model, PreparedBatch, stacked_terms
 __all__ = ["GaussianMixtureModel"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
-# Most components whose relabellings (K! of them) the importance-sampling
-# estimate at the mode covers (inference/importance.py).
+# Most components with relabelling maps: 7! = 5040 maps would cost more than they save.
 MAX_RELABELLED = 6
 
 
@@ -115,8 +114,7 @@ class GaussianMixtureModel(Model):
 
         Relabelling is linear in the unconstrained parameters (the additive
         log-ratio logits are differences of log-weights), so each map is the
-        image of the identity. ``None`` past ``MAX_RELABELLED`` components
-        (7! = 5040 maps and more would cost more than they save).
+        image of the identity. ``None`` past ``MAX_RELABELLED`` components.
         """
         if self.n_components > MAX_RELABELLED:
             return None
@@ -241,12 +239,8 @@ class GaussianMixtureModel(Model):
         return self.log_likelihood_and_grad(theta, batch)[1]
 
     def log_likelihood_and_grad(self, theta, batch):
-        """Both from one ``[M, K, B]`` joint: its logsumexp and its softmax (in place).
-
-        The exact warm-up needs both at every step; computing the joint
-        once halves its cost against :meth:`log_likelihood` plus
-        :meth:`grad_log_likelihood` separately.
-        """
+        """Both from one ``[M, K, B]`` joint: its logsumexp and its softmax (in place), at
+        half the cost of :meth:`log_likelihood` plus :meth:`grad_log_likelihood`."""
         return self._log_likelihood_and_grad(self.parts(theta), batch)
 
     def _log_likelihood_and_grad(self, parts, batch):
@@ -361,10 +355,8 @@ class GaussianMixtureModel(Model):
         ``v ~ InvGamma(a, b)`` with ``kappa0 = 1 / mean_variance_factor``.
         """
         if self.n_components != 1:
-            raise NotImplementedError(
-                "the closed-form evidence exists only for n_components=1, "
-                f"got {self.n_components}"
-            )
+            raise NotImplementedError("the closed-form evidence exists only for n_components=1, "
+                                      f"got {self.n_components}")
         X = batch[0].to(torch.float64)
         n = X.shape[0]
         kappa0 = 1.0 / self.mean_variance_factor

@@ -493,9 +493,7 @@ class LinearRegressionModel(Model):
 
 @dataclasses.dataclass
 class _GramStats:
-    """A prepared batch's statistics in the sampler's units (``prepare_batch``): ``G =
-    Phi'Phi``, ``b = Phi'r0``, ``rr = r0'r0`` at the ridge solution ``z0``, the row
-    count ``n``, ``H = G + diag(1 / g^2)`` and the joint's minimum ``joint_min``."""
+    """A prepared batch's statistics in the sampler's units (``prepare_batch``)."""
 
     G: torch.Tensor
     b: torch.Tensor
