@@ -20,6 +20,7 @@ both.
 import functools
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -35,6 +36,14 @@ __all__ = ["GaussianMixtureModel"]
 _LOG_2PI = math.log(2.0 * math.pi)
 # Most components with relabelling maps: 7! = 5040 maps would cost more than they save.
 MAX_RELABELLED = 6
+
+
+class MixtureParameters(NamedTuple):
+    """``M`` mixtures' parameters in their natural maps (``GaussianMixtureModel.unpack``)."""
+
+    log_weights: torch.Tensor  # [M, K]
+    means: torch.Tensor  # [M, K, D]
+    variances: torch.Tensor  # [M, K, D]
 
 
 class GaussianMixtureModel(Model):
@@ -98,9 +107,9 @@ class GaussianMixtureModel(Model):
         return torch.log_softmax(full, dim=1)
 
     def unpack(self, theta):
-        """``(log_weights [M, K], means [M, K, D], variances [M, K, D])``."""
+        """The :class:`MixtureParameters` of ``theta [M, d]``."""
         logits, means, log_var = self._split(theta)
-        return self._log_weights(logits), means, log_var.exp()
+        return MixtureParameters(self._log_weights(logits), means, log_var.exp())
 
     def pack(self, weights, means, variances):
         """Inverse of :meth:`unpack` (from weights, not log-weights), ``[M, d]``."""
