@@ -36,10 +36,6 @@ class MixtureRows:
     single: torch.Tensor | None = None  # the features in float32, for single-precision moments
     buffers: dict | None = None  # float32 buffers of the responsibilities, by shape
 
-    @classmethod
-    def of(cls, X):
-        return cls(joint_features(X))
-
     def block(self, rows):
         """These rows' slice ``rows`` (the buffers shared)."""
         return MixtureRows(*(None if t is None else t[rows]
@@ -95,12 +91,9 @@ def summed_over_rows(parts, rows):
         joint = log_joint(parts, block.features, scale=LOG2_E)
         out = block.buffer(tuple(joint.shape))
         block_lik, resp = summed_log_normalizer_bits_(joint, with_proba=True, out=out)
-        if out is not None:
-            rows_features = block.single
-        else:
-            rows_features = block.features if block.weighted is None else block.weighted
+        summed = block.features if block.weighted is None else block.weighted
         # S2, S1 and N_k from one product
-        block_moments = resp.reshape(M * K, -1) @ rows_features
+        block_moments = resp.reshape(M * K, -1) @ (summed if out is None else block.single)
         log_lik = log_lik + block_lik
         moments = moments + block_moments.reshape(M, K, -1).to(parts.means.dtype)
     return log_lik, moments
@@ -182,7 +175,8 @@ def spare_weight(parts_of, n_components, theta, weights, store):
     counts = torch.zeros(M, n_components, dtype=torch.float64, device=theta.device)
     open_ = torch.arange(M, device=theta.device)  # the particles not yet decided
     for block in row_blocks(store, M):
-        moments = summed_over_rows(parts_of(theta[open_]), MixtureRows.of(block[0].float()))[1]
+        rows = MixtureRows(joint_features(block[0].float()))
+        moments = summed_over_rows(parts_of(theta[open_]), rows)[1]
         counts[open_] += moments[:, :, -1].double()
         open_ = open_[counts[open_].amin(1) < EMPTY_COUNT]
         if open_.numel() == 0:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from sklearn.cluster import kmeans_plusplus
 
-from ._gmm_kernels import MixtureRows, summed_over_rows
+from ._gmm_kernels import MixtureRows, joint_features, summed_over_rows
 
 # Data points per component moved to, and fresh modes kept: fewer miss well-separated ones.
 RELOCATIONS = 8
@@ -102,7 +102,7 @@ def map_em(model, theta, X, n_iterations):
     m0, b = model.prior_location(X)
     a, c = model.variance_shape, model.mean_variance_factor
     alpha, K, D = model.weight_concentration, model.n_components, model.n_features
-    rows = MixtureRows.of(X)
+    rows = MixtureRows(joint_features(X))
     for _ in range(n_iterations):
         moments = summed_over_rows(model.parts(theta), rows)[1]  # S2, S1, N_k
         S2, S1, Nk = moments[..., :D], moments[..., D : 2 * D], moments[..., 2 * D :]

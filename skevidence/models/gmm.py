@@ -204,7 +204,7 @@ class GaussianMixtureModel(Model):
 
     def prepare_batch(self, batch):
         """The batch with its features ``[x^2, x, 1]`` (:class:`._gmm_kernels.MixtureRows`)."""
-        return PreparedBatch(batch, MixtureRows.of(batch[0]))
+        return PreparedBatch(batch, MixtureRows(kernels.joint_features(batch[0])))
 
     def prepare_move_batch(self, batch):
         """:meth:`prepare_batch` that also has the moves form the powers of the joint,
@@ -213,7 +213,7 @@ class GaussianMixtureModel(Model):
         logarithms stay double: the log likelihood errs by about 1e-9 of itself, the
         gradient, whose variance terms cancel, by up to 1e-4 of its largest entry
         (data 40 standard deviations from the origin), which the accept step corrects."""
-        rows = MixtureRows.of(batch[0])
+        rows = MixtureRows(kernels.joint_features(batch[0]))
         if rows.features.dtype == torch.float64:
             rows.single, rows.buffers = rows.features.float(), {}
         return PreparedBatch(batch, rows)
@@ -254,10 +254,10 @@ class GaussianMixtureModel(Model):
 
     def _log_likelihood_and_grad(self, parts, batch):
         """:meth:`log_likelihood_and_grad` from the parameter maps of :meth:`parts`."""
-        X = batch[0]
-        rows = batch.stats if isinstance(batch, PreparedBatch) else MixtureRows.of(X)
-        log_lik, moments = kernels.summed_over_rows(parts, rows)
-        return log_lik, kernels.gradient(parts, moments, X.shape[0])
+        if not isinstance(batch, PreparedBatch):
+            batch = self.prepare_batch(batch)
+        log_lik, moments = kernels.summed_over_rows(parts, batch.stats)
+        return log_lik, kernels.gradient(parts, moments, batch[0].shape[0])
 
     def weighted_grad_log_likelihood(self, theta, terms):
         """All the terms' rows in one pass, each row's responsibilities weighted: one call
