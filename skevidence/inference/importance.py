@@ -26,6 +26,7 @@ gradient.
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -34,8 +35,8 @@ from . import relabelling
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
-__all__ = ["ImportanceEstimate", "importance_log_evidence", "importance_draws", "importance_at",
-           "applies", "within_reach"]
+__all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "importance_draws",
+           "importance_at", "applies", "within_reach"]
 
 # Degrees of freedom of the proposal: tails heavier than a near-Gaussian
 # posterior's, so the weights stay bounded, yet few draws wasted in them.
@@ -91,6 +92,14 @@ class ImportanceEstimate:
     mode: torch.Tensor | None = None
 
 
+class ImportanceDraws(NamedTuple):
+    """An estimate with the weighted draws it comes from."""
+
+    estimate: ImportanceEstimate
+    draws: torch.Tensor  # [n_draws, d]
+    log_weights: torch.Tensor  # [n_draws]
+
+
 def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None):
     """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
@@ -108,12 +117,12 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     more than one mode.
     """
     found = importance_draws(model, particles, weights, store, n_draws, generator, start)
-    return None if found is None else found[0]
+    return None if found is None else found.estimate
 
 
 def importance_draws(model, particles, weights, store, n_draws, generator, start=None):
-    """``(estimate, draws [n_draws, d], log_weights [n_draws])`` of
-    :func:`importance_log_evidence`, or None where it gives none."""
+    """The :class:`ImportanceDraws` of :func:`importance_log_evidence`, or None where it
+    gives none."""
     dtype = _store_dtype(store)
     maps, heaviest, aligned, weights = _aligned_cloud(model, particles, weights)
     climbed = _climb(model, *_start_of_climb(model, weights @ aligned, heaviest, start, maps,
@@ -128,7 +137,7 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
     theta, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
     if not bool(torch.isfinite(log_w).all()):
         return None
-    return _estimate(log_w, mode), theta, log_w
+    return ImportanceDraws(_estimate(log_w, mode), theta, log_w)
 
 
 def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
@@ -226,7 +235,7 @@ def _log_posterior(model, store, dtype):
 
 
 def importance_at(model, point, store, n_draws, generator):
-    """``(estimate, draws [n_draws, d], log_weights [n_draws])`` from a t at ``point [d]``, or None.
+    """The :class:`ImportanceDraws` of a t at ``point [d]``, or None.
 
     The t's scale is the curvature at ``point`` on every stored
     observation (a subsample's can turn negative along a mixture's weakly
@@ -247,7 +256,7 @@ def importance_at(model, point, store, n_draws, generator):
     theta, log_w = _weighted_draws(model, point, chol, maps, store, n_draws, generator)
     if not bool(torch.isfinite(log_w).all()):
         return None
-    return _estimate(log_w, point), theta, log_w
+    return ImportanceDraws(_estimate(log_w, point), theta, log_w)
 
 
 def within_reach(model, points, particles, weights, store):

@@ -21,13 +21,15 @@ a mode. The engine then moves the cloud there (``sgais.move_to_missed_mode``);
 the estimators' checks repeat the search and warn (``_trust.py``).
 """
 
+from typing import NamedTuple
+
 import torch
 
 from ..models.base import batch_size_of, row_blocks
-from .importance import importance_at, within_reach
+from .importance import ImportanceEstimate, importance_at, within_reach
 from .posterior_gap import log_posterior
 
-__all__ = ["missed_mode"]
+__all__ = ["MissedMode", "missed_mode"]
 
 # Stores up to this many rows have every point of the search that beats the
 # particles weighed; larger ones the highest alone (a weighing is a curvature,
@@ -35,9 +37,19 @@ __all__ = ["missed_mode"]
 WEIGH_ALL_ROWS = 65536
 
 
+class MissedMode(NamedTuple):
+    """The importance draws around a point of the search (:class:`importance.ImportanceDraws`)
+    and the point."""
+
+    estimate: ImportanceEstimate
+    draws: torch.Tensor  # [n_draws, d]
+    log_weights: torch.Tensor  # [n_draws]
+    point: torch.Tensor  # [d]
+
+
 def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
                 leave_cloud_mode=False):
-    """The most mass near a mode the search finds: ``(estimate, draws, log_weights, point)``.
+    """The most mass near a mode the search finds, a :class:`MissedMode`.
 
     ``theta [M, d]`` are the particles with normalised weights ``W [M]``;
     ``store`` every observation seen. Of the points the model's search
@@ -70,8 +82,8 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
         above = above[:1]
     found = [(importance_at(model, point, store, n_draws, generator), point)
              for point in candidates[above]]
-    found = [(*f, point) for f, point in found if f is not None]
-    return max(found, key=lambda f: f[0].log_evidence, default=None)
+    found = [MissedMode(*f, point) for f, point in found if f is not None]
+    return max(found, key=lambda f: f.estimate.log_evidence, default=None)
 
 
 def _log_posterior(model, points, store):

@@ -244,8 +244,7 @@ def _tempered_terms(model, state, chunk, lam, dtype):
 
 def _prepared_summary(model, summary, dtype):
     prepared = model.prepare_summary(summary)
-    return PreparedBatch(prepared, **{key: value.to(dtype) if torch.is_tensor(value) else value
-                                      for key, value in prepared.stats.items()})
+    return PreparedBatch(prepared, prepared.stats.to(dtype))
 
 
 def exact_move(model, state, config, chunk, lam):

@@ -13,7 +13,7 @@ import math
 import torch
 
 __all__ = ["LN_2", "LOG2_E", "POWER_FLOOR", "log_normalizer_bits_", "summed_log_normalizer_bits_",
-           "softmax_bits_", "single_precision_buffer"]
+           "softmax_bits_"]
 
 LN_2 = math.log(2.0)
 LOG2_E = 1.0 / LN_2  # scores in nats times this are in bits
@@ -63,19 +63,6 @@ def summed_log_normalizer_bits_(bits, with_proba=False, out=None):
     total = powers.sum(1)
     log_norm = (_sum_log2(total.to(bits.dtype), bits.shape[1]) + top.sum((1, 2))) * LN_2
     return log_norm, _proba_if(with_proba, powers, total)
-
-
-def single_precision_buffer(stats, shape, device):
-    """A float32 buffer of ``shape`` for :func:`summed_log_normalizer_bits_`'s ``out``, kept
-    in a prepared batch's ``stats["buffers"]`` (a model's ``prepare_move_batch`` makes that
-    dict) and reused per shape; None where the batch has none."""
-    if stats is None or "buffers" not in stats:
-        return None
-    shape = tuple(shape)
-    buffer = stats["buffers"].get(shape)
-    if buffer is None:
-        buffer = stats["buffers"][shape] = torch.empty(shape, dtype=torch.float32, device=device)
-    return buffer
 
 
 def _proba_if(with_proba, powers, total):

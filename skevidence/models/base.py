@@ -80,9 +80,11 @@ class PreparedBatch(tuple):
 
     Made by :meth:`Model.prepare_batch` for data evaluated at many particle
     positions in a row; it is still the plain batch to every other method.
+    ``stats`` is the model's own typed record (a dataclass or a tensor), read
+    by that model alone.
     """
 
-    def __new__(cls, batch, **stats):
+    def __new__(cls, batch, stats):
         prepared = super().__new__(cls, batch)
         prepared.stats = stats
         return prepared

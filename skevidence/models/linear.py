@@ -1,5 +1,6 @@
 """Bayesian linear regression, known or unknown noise (paper, Appendix B.1)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -267,8 +268,7 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(H, Phi.T @ y_unit)
         r0 = y_unit - Phi @ z0
         rr = r0 @ r0
-        return PreparedBatch(batch, G=G, b=Phi.T @ r0, rr=rr, z0=z0, n=X.shape[0],
-                             **self._joint_stats(H, z0, rr))
+        return PreparedBatch(batch, self._stats(G, Phi.T @ r0, rr, z0, X.shape[0], H))
 
     def summarize(self, batch):
         """``Phi'Phi``, ``Phi'y'``, ``y''y'`` and the count, in the sampler's units (float64)."""
@@ -290,8 +290,7 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(H, u)
         G_z0 = G @ z0
         rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
-        return PreparedBatch((), G=G, b=u - G_z0, rr=rr, z0=z0, n=float(summary["n"]),
-                             **self._joint_stats(H, z0, rr))
+        return PreparedBatch((), self._stats(G, u - G_z0, rr, z0, float(summary["n"]), H))
 
     def _prior_precision_matrix(self, like):
         """``diag(1 / g^2)``, ``[n_coef, n_coef]`` in ``like``'s dtype and device."""
@@ -300,12 +299,11 @@ class LinearRegressionModel(Model):
             return eye / self._g2
         return torch.diag(1.0 / self._var(like))
 
-    def _joint_stats(self, H, z0, rr):
-        """What :meth:`log_joint_and_grad` needs beyond the likelihood's statistics:
-        ``H`` and the sum of squares at its minimum, ``rr + z0' diag(1 / g^2) z0``."""
-        if self._g2 is not None:
-            return {"H": H, "joint_min": rr + (z0 @ z0) / self._g2}
-        return {"H": H, "joint_min": rr + self._scaled_sq(z0)}
+    def _stats(self, G, b, rr, z0, n, H):
+        """The :class:`_GramStats`, with the sum of squares at the joint's minimum,
+        ``rr + z0' diag(1 / g^2) z0``."""
+        prior_sq = (z0 @ z0) / self._g2 if self._g2 is not None else self._scaled_sq(z0)
+        return _GramStats(G, b, rr, z0, n, H, rr + prior_sq)
 
     def log_joint_and_grad(self, theta, batch, weight=1.0):
         """The log prior plus the log-likelihood, as one quadratic form in ``theta``.
@@ -321,13 +319,13 @@ class LinearRegressionModel(Model):
         ``b = z0 / g^2`` holds to the solve's rounding, which moves the
         target's centre by that much.)
         """
-        if not (isinstance(batch, PreparedBatch) and "H" in batch.stats and weight == 1.0):
+        if not (isinstance(batch, PreparedBatch) and weight == 1.0):
             return super().log_joint_and_grad(theta, batch, weight)
         st, c = batch.stats, self.n_coef
-        n, z0 = st["n"], st["z0"]
+        n, z0 = st.n, st.z0
         delta = theta[:, :c] - z0
-        H_delta = delta @ st["H"]
-        quad = (delta * H_delta).sum(1).add_(st["joint_min"])
+        H_delta = delta @ st.H
+        quad = (delta * H_delta).sum(1).add_(st.joint_min)
         const = (n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
                  + self._prior_norm())
         if not self.unknown_noise:
@@ -345,13 +343,13 @@ class LinearRegressionModel(Model):
 
     def _prepared_log_likelihood_and_grad(self, theta, batch):
         """:meth:`log_likelihood_and_grad` from the statistics of :meth:`prepare_batch`."""
-        st, c, n = batch.stats, self.n_coef, batch.stats["n"]
-        delta = theta[:, :c] - st["z0"]
-        G_delta = delta @ st["G"]
+        st, c, n = batch.stats, self.n_coef, batch.stats.n
+        delta = theta[:, :c] - st.z0
+        G_delta = delta @ st.G
         # |y' - Phi z|^2 = rr - 2 delta'b + delta'G delta (>= 0 up to rounding)
-        sq = (delta * G_delta).sum(1).add_(delta @ st["b"], alpha=-2.0).add_(st["rr"])
+        sq = (delta * G_delta).sum(1).add_(delta @ st.b, alpha=-2.0).add_(st.rr)
         sq = sq.clamp_min_(0.0)
-        g_z = st["b"] - G_delta
+        g_z = st.b - G_delta
         const = n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
         if not self.unknown_noise:
             return sq.mul_(-0.5).sub_(0.5 * const), g_z
@@ -491,3 +489,20 @@ class LinearRegressionModel(Model):
         return float(-0.5 * n * math.log(2.0 * math.pi) - 0.5 * logdet
                      + a * math.log(b0) - a_n * torch.log(b_n)
                      + math.lgamma(a_n) - math.lgamma(a))
+
+
+@dataclasses.dataclass
+class _GramStats:
+    """A prepared batch's statistics in the sampler's units (``prepare_batch``)."""
+
+    G: torch.Tensor
+    b: torch.Tensor
+    rr: torch.Tensor
+    z0: torch.Tensor
+    n: float
+    H: torch.Tensor
+    joint_min: torch.Tensor
+
+    def to(self, dtype):
+        """The statistics with every tensor in ``dtype``."""
+        return _GramStats(*(v.to(dtype) if torch.is_tensor(v) else v for v in vars(self).values()))

@@ -140,7 +140,7 @@ class LogisticRegressionModel(GaussianPriorModel):
     def prepare_batch(self, batch):
         """The batch with its label statistics ``sum_n onehot(y_n) [x_n, 1]``."""
         X, y = batch
-        return PreparedBatch(batch, labels=self._label_statistics(X, y, X.dtype))
+        return PreparedBatch(batch, self._label_statistics(X, y, X.dtype))
 
     def fisher_information(self, theta, batch):
         """``sum_n kron(diag(p_n) - p_n p_n^T, z_n z_n^T)``, ``z_n = [x_n, 1]``, at ``theta [d]``.
@@ -198,7 +198,7 @@ class LogisticRegressionModel(GaussianPriorModel):
     def _labels_of(self, batch, dtype):
         """The label statistics of a batch, prepared (:meth:`prepare_batch`) or not."""
         if isinstance(batch, PreparedBatch):
-            return batch.stats["labels"]
+            return batch.stats
         return self._label_statistics(*batch, dtype)
 
     def _label_statistics(self, X, y, dtype, row_weights=None):

@@ -235,8 +235,8 @@ def test_the_chunk_and_past_estimates_from_one_pass_add_up_to_both():
     both = cv.minibatch_gradient(model, theta, minibatch, n - 500, chunk=(lam, chunk_cv, rows, 500))
     apart = (cv.minibatch_gradient(model, theta, minibatch, n - 500)
              + lam * chunk_cv.minibatch_gradient(model, theta, rows, 500))
-    # In double: equal up to the order of the additions (within 1e-12 of the largest sum).
-    torch.testing.assert_close(both, apart, rtol=0, atol=1e-12 * float(apart.abs().max()))
+    # In double: equal up to the order of the additions (a few 1e-12 of the largest sum).
+    torch.testing.assert_close(both, apart, rtol=0, atol=1e-11 * float(apart.abs().max()))
 
 
 @pytest.mark.parametrize("cloud", ["logistic", "mixture"])

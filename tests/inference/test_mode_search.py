@@ -15,6 +15,7 @@ from skevidence.inference import sgais
 from skevidence.inference.importance import importance_log_evidence, within_reach
 from skevidence.inference.mode_search import missed_mode
 from skevidence.inference.posterior_gap import log_posterior_and_grad
+from skevidence.models import _gmm_modes
 from skevidence.models.base import row_blocks
 from tests.inference.test_importance import ONE, _three_clusters
 
@@ -34,7 +35,7 @@ def _trapped(model, X):
     weights = torch.tensor([[0.2, 0.2, 0.6]], dtype=torch.float64)
     means = torch.tensor([[[-4.5, 0.0], [-3.5, 0.0], [2.0, 2.0]]], dtype=torch.float64)
     variances = torch.tensor([[[0.3, 1.0], [0.3, 1.0], [5.0, 5.0]]], dtype=torch.float64)
-    return model._map_em(model.pack(weights, means, variances), X, 50)
+    return _gmm_modes.map_em(model, model.pack(weights, means, variances), X, 50)
 
 
 def _cloud(point, seed, n=64):
@@ -102,9 +103,9 @@ def test_fresh_starts_reach_the_best_mode_without_a_cloud():
     # fit to 2e-12 nats.
     X, model, start = _three_clusters(2000)
     X = torch.as_tensor(X)
-    optimum = model._map_em(start, X, 50)
+    optimum = _gmm_modes.map_em(model, start, X, 50)
     log_p = model.log_prior(optimum) + model.log_likelihood_sum(optimum, (X,))
-    fresh = model._fresh_modes(X, torch.Generator().manual_seed(0))
+    fresh = _gmm_modes.fresh_modes(model, X, torch.Generator().manual_seed(0))
     fresh_log_p = model.log_prior(fresh) + model.log_likelihood_sum(fresh, (X,))
     assert fresh.shape[0] == 8 and float(fresh_log_p.max()) > float(log_p) - 0.01
 
