@@ -89,14 +89,11 @@ class TrustDiagnosticsMixin:
         (``sgais.move_to_missed_mode``), where the particles and weights are still
         those; else None."""
         state = self._state
-        searched = getattr(state, "search_cloud", None)
-        if searched is None:
+        searched = state.search_cloud
+        if searched is None or searched.n_seen != state.n_seen \
+                or searched.theta is not state.theta or not torch.equal(searched.cloud.W, W[W > 0]):
             return None
-        n_seen, theta, cloud = searched
-        if n_seen != state.n_seen or theta is not state.theta or not torch.equal(
-                cloud.W, W[W > 0]):
-            return None
-        return cloud
+        return searched.cloud
 
     def _importance_check(self, W):
         """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
@@ -118,9 +115,9 @@ class TrustDiagnosticsMixin:
         state = self._state
         if not state.reservoir.size == state.n_seen > 0:
             return None
-        engine_search = getattr(state, "search_found", None)
-        if engine_search is not None and engine_search[0] == state.n_seen:
-            estimate = engine_search[1]  # the engine searched here (and moved if it won)
+        engine_search = state.search_found
+        if engine_search is not None and engine_search.n_seen == state.n_seen:
+            estimate = engine_search.estimate  # the engine searched here (and moved if it won)
         else:
             with torch.no_grad():
                 found = mode_search.missed_mode(self._model, state.theta, W,

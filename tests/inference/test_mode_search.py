@@ -1,6 +1,7 @@
 """The search for modes that the particles missed (inference/mode_search.py)."""
 
 import warnings
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -146,15 +147,23 @@ def test_a_cloud_trapped_a_few_nats_low_moves_too():
     assert fit.diagnostics_["missed_mode_excess"] < 0
 
 
+@dataclass(frozen=True)
+class _Marks:
+    n_seen: int
+    searched_at: int
+    ended_search_at: int
+
+
 def test_a_stream_in_small_calls_searches_once_per_doubling():
     # Chunks of 500 rows in calls of 5000: the chunks' schedule searches at
     # each doubling, the end of a call once the data have doubled since the
     # last call that ended with one (for the estimators' checks). Counted
     # apart, they searched at 16000 and 20000, 32000 and 40000, ...
-    state = SimpleNamespace(n_seen=0, searched_at=0, ended_search_at=0)
+    state = _Marks(n_seen=0, searched_at=0, ended_search_at=0)
     searched = []
     for end in range(500, 40001, 500):
-        state.n_seen = end
-        if sgais._missed_mode_search_due(state, ends_update=end % 5000 == 0):
+        state, due = sgais._missed_mode_search_due(replace(state, n_seen=end),
+                                                   ends_update=end % 5000 == 0)
+        if due:
             searched.append(end)
     assert searched == [500, 1000, 2000, 4000, 5000, 10000, 20000, 40000]
