@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .inference import importance, mode_search, posterior_gap, sgais
+from .inference import importance, importance_steps, mode_search, posterior_gap, sgais
 
 __all__ = ["TrustDiagnosticsMixin"]
 
@@ -45,7 +45,7 @@ IMPORTANCE_DRAWS = 64
 # inequality; an importance estimate's log errs low far more often than
 # high); the warning counts the excess above the annealing's estimate plus
 # twice its std, as the engine does before it moves the cloud there.
-MISSED_MODE_NATS = sgais.MISSED_MODE_NATS
+MISSED_MODE_NATS = importance_steps.MISSED_MODE_NATS
 # Weight on parameters that no observation pins down (``Model.spare_weight``:
 # a mixture component that explains less than a tenth of an observation)
 # above which the error bar is not to be relied on: with more components
@@ -86,7 +86,7 @@ class TrustDiagnosticsMixin:
 
     def _searched_cloud(self, W):
         """The engine's pass over the store for its search at the end of this update
-        (``sgais.move_to_missed_mode``), where the particles and weights are still
+        (``importance_steps.move_to_missed_mode``), where the particles and weights are still
         those; else None."""
         state = self._state
         searched = state.search_cloud

@@ -305,7 +305,8 @@ def test_the_checks_take_the_pass_of_the_search_that_ends_the_update(monkeypatch
     gmm = EvidenceGMM(n_components=2, n_particles=32, random_state=0).fit(X)
     assert passes == [600] and gmm._state.search_cloud.n_seen == 600
     shared = gmm.diagnostics_
-    gmm._gap_checked, gmm._state = None, replace(gmm._state, search_cloud=None)  # the checks' own pass
+    # the checks' own pass
+    gmm._gap_checked, gmm._state = None, replace(gmm._state, search_cloud=None)
     gmm._warn_if_untrustworthy()
     assert passes == [600, 600]
     for key in ("posterior_gap", "mean_log_posterior", "spread_ratio"):

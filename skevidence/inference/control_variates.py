@@ -39,14 +39,16 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from ..models.base import batch_size_of, cast_batch, row_blocks, take
-from .relabelling import nearest_relabelling
+from .relabelling import aligned, nearest_relabelling
 
-__all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision",
-           "rounded_gradient", "past_term_gradient"]
+__all__ = ["ControlVariate", "refresh_reference", "reference_at_particles", "full_gradient_sum",
+           "blockwise_sum", "posterior_precision", "rounded_gradient", "past_term_gradient"]
 
 # Most rows of past data per block when summing gradients over the whole
 # store at one or two references (more references: models.base.row_blocks).
 _MAX_BLOCK_ROWS = 1 << 15
+# Particles at which a second-order control variate checks its linear term.
+_N_PROBES = 4
 # Growth of the data between two moves of the second-order term's anchor.
 ANCHOR_REFRESH_FACTOR = 2.0
 # The linear term is kept where it cuts the mini-batch gradient's variance
@@ -403,3 +405,41 @@ def _interleaved_groups(n, device, n_groups=16, rows=64):
     stride = n // (n_groups * per)
     rows = torch.arange(n_groups * per, device=device) * stride
     return rows.reshape(per, n_groups).T
+
+
+def refresh_reference(model, state, config):
+    """The state whose control variate's reference moved to the particles once the data
+    seen have grown by the refresh factor since the last move (a pass over the store)."""
+    cv = state.cv
+    if cv is None or state.n_seen == 0:
+        return state
+    if state.n_seen < _refresh_factor(cv, config) * max(cv.n_at_refresh, 1):
+        return state
+    return reference_at_particles(model, state)
+
+
+def reference_at_particles(model, state, move_anchor=False):
+    """The state whose control variate's reference(s) moved to the particles (their mean,
+    for a shared one).
+
+    The second-order term's anchor is the particles' mean, each relabelled
+    to the labelling nearest the heaviest particle's (a mixture's), as are
+    the probes that measure its noise; ``move_anchor`` moves it now (the
+    particles moved to another mode), not only once the data have doubled.
+    """
+    cv = state.cv
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+    maps = model.relabelling_maps(state.theta.dtype, state.theta.device)
+    theta = aligned(state.theta, state.theta[int(W.argmax())], maps)
+    anchor = W @ theta
+    new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
+    probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    return replace(state, cv=cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen,
+                                         probes, anchor, maps, move_anchor=move_anchor))
+
+
+def _refresh_factor(cv, config):
+    """Growth of the data between two refreshes of the control variate's reference."""
+    if config.cv_refresh_factor is not None:
+        return config.cv_refresh_factor
+    return 1.1 if cv.theta_ref.shape[0] == 1 else 2.0

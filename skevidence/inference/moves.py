@@ -35,7 +35,7 @@ SETTLE_CHANGE = 0.05
 
 # The late phase, where ``late_burnin_factor`` scales the SGHMC steps, starts
 # at this many times ``warmup_size`` observations: the posterior is near
-# Gaussian there (the importance folds start there too, sgais.FOLD_START).
+# Gaussian there (the importance folds start there too, importance_steps.FOLD_START).
 # Fewer steps any earlier, while a mixture's posterior is still far from
 # Gaussian, raise the evidence's error (docs: benchmarks, Gaussian mixture).
 LATE_START = 4

@@ -268,7 +268,8 @@ def update(model, state, config, batch, move=None, callback=None):
     state = replace(state, n_seen=batch_size_of(data), log_evidence=result.log_evidence,
                     log_evidence_var=result.log_evidence_std**2,
                     exact_step_size=result.step_size)
-    state = record_chunk(state, result.n_iterations, ess_value=float(M), acceptance=result.acceptance)
+    state = record_chunk(state, result.n_iterations, ess_value=float(M),
+                         acceptance=result.acceptance)
     if callback is not None:
         callback(state, 1.0, 0)
     return state

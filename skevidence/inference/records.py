@@ -27,7 +27,8 @@ from .control_variates import ControlVariate
 from .reservoir import Reservoir
 
 __all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SearchFound",
-           "SearchCloud", "SGAISState", "successor", "segment_variance", "close_weight_segment", "record_chunk"]
+           "SearchCloud", "SGAISState", "successor", "segment_variance",
+           "close_weight_segment", "record_chunk"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ class ChunkTally:
 
 @dataclass(frozen=True)
 class SearchFound:
-    """The last search for a mode the particles missed (``sgais.move_to_missed_mode``)."""
+    """The last search for a mode the particles missed
+    (``importance_steps.move_to_missed_mode``)."""
 
     n_seen: int  # data seen at the search
     estimate: object | None  # importance estimate near a better mode (None: none found)
@@ -135,7 +137,7 @@ class SGAISState:
     log_evidence_var: float = 0.0
     weight_var: float = 0.0
     # The importance-sampling folds' calibration of that variance
-    # (sgais.fold_in_importance): the variance just after the last fold, and,
+    # (importance_steps.fold_in_importance): the variance just after the last fold, and,
     # summed over the folds, the squared discrepancy between the two
     # estimates beyond what their variances explain, and the annealing's own
     # variance between folds (see variance_inflation).
@@ -148,7 +150,7 @@ class SGAISState:
     fold_mode: torch.Tensor | None = None
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
-    # Searches for modes the particles missed (sgais.move_to_missed_mode):
+    # Searches for modes the particles missed (importance_steps.move_to_missed_mode):
     # after a chunk once the data seen have doubled since searched_at (the
     # last search of either kind); at the end of an update once they have
     # doubled since ended_search_at (the schedule of the estimators' checks,

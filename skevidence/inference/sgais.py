@@ -27,8 +27,13 @@ they missed whose mass dwarfs theirs (:func:`move_to_missed_mode`).
 
 This module is the loop; its parts live beside it: the settings
 (``config``), the state and per-chunk records (``records``), the moves
-(``moves``) and their preconditioners (``preconditioning``), and particle
-growth (``growth``, Adaptive Resample-Move).
+(``moves``) and their preconditioners (``preconditioning``), the control
+variate and the steps that move its references (``control_variates``),
+particle growth (``growth``, Adaptive Resample-Move), and the steps at the
+posterior's mode by importance sampling (``importance_steps``: the folds,
+the move to a missed mode). Every step takes a state and returns a new
+one, with a :class:`ChunkTally` of what it measured where it measures
+something (``records``).
 """
 
 import math
@@ -37,38 +42,30 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, has_mode_search, row_blocks
-from . import importance, islands, mode_search, posterior_gap, relabelling
+from ..models.base import batch_size_of, has_fisher_information, row_blocks
+from . import importance, islands
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig
-from .control_variates import ControlVariate
+from .control_variates import ControlVariate, refresh_reference
 from .engine import Engine
 from .growth import maybe_grow, shrink_to_base, variance_so_far
+from .importance_steps import (fold_in_importance, missed_mode_search_due, move_to_missed_mode,
+                               restart_from_draws)
 from .long_chunks import AnnealingWarning, long_chunk_message, warn_if_long
 from .moves import exact_move, sghmc_move, with_chunk_term
-from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SearchCloud,
-                      SearchFound, SGAISState, close_weight_segment, record_chunk,
-                      segment_variance, successor)
+from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SGAISState,
+                      close_weight_segment, record_chunk, segment_variance, successor)
 from .reservoir import Reservoir
-from .resampling import systematic_resample
 
 __all__ = [
     "SGAISConfig", "SGAISState", "ChunkInfo", "MoveResult", "TRACE_FIELDS", "init", "update",
     "chunk_ends", "chunk_boundary", "sghmc_move", "exact_move", "record_chunk", "successor",
-    "take_move", "refresh_reference", "segment_variance", "AnnealingWarning",
+    "take_move", "refresh_reference", "fold_in_importance", "move_to_missed_mode",
+    "segment_variance", "AnnealingWarning",
     "long_chunk_message",
 ]
 
 
-# Particles at which a second-order control variate checks its linear term.
-_N_PROBES = 4
-# The importance-sampling folds (fold_in_importance): from this many warm-up
-# lengths on (past the warm-up), with this many draws (enough for a std of a
-# tenth of a nat where its ESS is half of them), and where its ESS is at least
-# this share of them.
-FOLD_START = 4
-FOLD_DRAWS = 128
-FOLD_MIN_ESS = 0.2
 # The first chunk by importance sampling (_start_by_importance): draws per
 # particle from the t at the chunk's posterior mode, and the least ESS per
 # particle at which they replace the annealing from the prior. With a few
@@ -82,24 +79,6 @@ START_MIN_ESS = 4.0
 # copies that resampling leaves, so that the next chunk's increment is
 # unbiased; with no move or one it is biased or its error bar too small.
 START_MOVES = 3
-# move_to_missed_mode: the draws around a mode the particles missed, several
-# per particle, as the t fits such modes loosely (an ESS of a small share of
-# the draws):
-# RESCUE_ROW_DRAWS draw-rows (the cost of a pass over the store), within
-# [RESCUE_DRAWS, MAX_RESCUE_DRAWS]; and the odds (e^MISSED_MODE_NATS to 1)
-# that its mass dwarfs theirs. At 100 to 1 a run whose cloud sits a few nats
-# below a missed mode stays there and its evidence comes out low; at 10 to 1
-# it moves, while the mixtures whose clouds hold the mode, whose excess stays
-# well below log(10), never do (docs: benchmarks, Gaussian mixture).
-RESCUE_DRAWS = 512
-MAX_RESCUE_DRAWS = 1024
-RESCUE_ROW_DRAWS = 2**22
-MISSED_MODE_NATS = math.log(10.0)
-# The search weighs its points with SCREEN_DRAWS draws each (the log of a mean
-# of few weights errs low, rarely by more than a few nats), and draws anew
-# only where that comes within SCREEN_MARGIN nats of moving the cloud.
-SCREEN_DRAWS = 64
-SCREEN_MARGIN = 3.0
 
 
 def init(model, config, generator, dtype=torch.float64, device="cpu"):
@@ -207,7 +186,7 @@ def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update
                     cv=None if state.cv is None else state.cv.add_chunk(model, chunk),
                     n_seen=n_before + batch_size_of(chunk))
     state = fold_in_importance(model, state, config, n_before)
-    state, due = _missed_mode_search_due(state, ends_update)
+    state, due = missed_mode_search_due(state, ends_update)
     if due:
         state, moved = move_to_missed_mode(model, state, config, ends_update)
         tally += ChunkTally(n_resamplings=moved)
@@ -225,11 +204,11 @@ def _start_by_importance(model, state, config, chunk, move, callback):
     estimate its evidence, and the particles, resampled from them, move
     ``START_MOVES`` times on the chunk's posterior. Where the draws' ESS is
     below ``START_MIN_ESS`` per particle (a posterior far from the t), or
-    there is no estimate, the annealing from the prior runs instead. Returns the
-    state and the chunk's tally, or None where it did not start. The annealing from the prior takes most of a small fit
-    (dozens of annealing steps of 40 adjusted steps on the first chunk),
-    where a t at the mode of one chunk's posterior already fits it well
-    enough.
+    there is no estimate, the annealing from the prior runs instead. Returns
+    the state and the chunk's tally, or None where it did not start. The
+    annealing from the prior takes most of a small fit (dozens of annealing
+    steps of 40 adjusted steps on the first chunk), where a t at the mode of
+    one chunk's posterior already fits it well enough.
     """
     if not (config.fold_importance and state.n_seen == 0 and model.unimodal
             and state.island_starts.shape[0] == 1 and not _grows(config)):
@@ -241,7 +220,7 @@ def _start_by_importance(model, state, config, chunk, move, callback):
     if found is None or found[0].ess * START_DRAWS < START_MIN_ESS:
         return None
     tally = ChunkTally(n_steps=1, n_particles=state.theta.shape[0], n_resamplings=1)
-    state = _restart_from_draws(model, state, *found, state.generator)
+    state = restart_from_draws(model, state, *found, state.generator)
     for _ in range(START_MOVES):
         state, moved = _moved(model, state, config, chunk, 1.0, move)
         tally += moved
@@ -295,167 +274,6 @@ def _moved(model, state, config, chunk, lam, move):
     state, acceptance = take_move(state, move(model, state, config, chunk, lam))
     state, discarded = _discard_diverged(state)
     return state, discarded + ChunkTally(acceptances=() if acceptance is None else (acceptance,))
-
-
-def fold_in_importance(model, state, config, n_before):
-    """The state with its running log evidence combined with an importance-sampling
-    estimate of it.
-
-    Where ``config.fold_importance`` is on, the model's posterior has one
-    mode (up to relabellings: :func:`importance.applies`) and the store
-    holds every observation: each time the data seen pass a point of
-    ``FOLD_START * warmup_size * 2^k``, the estimate of
-    :func:`importance.importance_log_evidence` (whose error does not grow
-    with the data, unlike the annealing's) and the running one are averaged
-    with inverse-variance weights, and the state's variance becomes
-    theirs. Later chunks add to the combination. Their difference also
-    calibrates the annealing's error bar
-    (:attr:`SGAISState.variance_inflation`): a cloud that lags the
-    posterior drifts further than its weights say, and its variance since
-    the last fold is scaled by what the folds measured, both here and in
-    ``log_evidence_std_`` after them. The points are fixed positions of
-    the stream, so a stream fed in several calls that end on the chunk
-    grid gives the numbers of one call.
-    """
-    if not _folds_between(n_before, state.n_seen, config):
-        return state
-    if not (config.fold_importance and importance.applies(model)
-            and state.reservoir.size == state.n_seen
-            and (state.island_starts is None or state.island_starts.shape[0] == 1)):
-        return state
-    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-    with torch.no_grad():
-        estimate = importance.importance_log_evidence(
-            model, state.theta, W, state.reservoir.data(), FOLD_DRAWS, state.generator,
-            start=state.fold_mode)
-    if estimate is None:
-        return state
-    state = replace(state, fold_mode=estimate.mode)
-    if estimate.ess < FOLD_MIN_ESS:
-        return state
-    open_var = segment_variance(state.log_W)
-    running, var_is = state.debiased_log_evidence, max(estimate.std ** 2, 1e-12)
-    # The annealing's variance since the last fold, as its weights report it,
-    # and the calibration of it by this fold's discrepancy (see
-    # SGAISState.variance_inflation): the last fold's variance, this one's and
-    # the annealing's explain the squared discrepancy on average.
-    nominal = max(state.log_evidence_var + open_var - state.fold_var, 0.0)
-    state = replace(state, fold_excess=state.fold_excess + (
-        (running - estimate.log_evidence) ** 2 - state.fold_var - var_is - nominal),
-                    fold_nominal=state.fold_nominal + nominal)
-    var = state.fold_var + state.variance_inflation * nominal
-    combined = (running * var_is + estimate.log_evidence * var) / (var + var_is)
-    combined_var = var * var_is / (var + var_is)
-    # The open weight segment keeps its variance (it grows until the next
-    # resampling closes it); the closed part takes the rest of the combination's.
-    closed = max(combined_var - open_var, 0.0)
-    return replace(state, log_evidence_var=closed, weight_var=closed, fold_var=closed + open_var,
-                   log_evidence=combined - 0.5 * (closed + open_var))
-
-
-def _missed_mode_search_due(state, ends_update):
-    """After a chunk once the data seen have doubled since the last search; at
-    the end of an update once they have doubled since the last update that
-    ended with one: the estimators' checks look for missed modes there, and
-    report this search instead, so that the run moves to what they would
-    find rather than warn. Marks it done. A search at the end of an update
-    counts for the chunks too: a stream fed in many small calls then
-    searches about once per doubling instead of twice. Returns the state, marked
-    where a search is due, and whether it is."""
-    due = state.n_seen >= 2 * state.searched_at
-    if ends_update and state.n_seen >= 2 * state.ended_search_at:
-        state, due = replace(state, ended_search_at=state.n_seen), True
-    if due:
-        state = replace(state, searched_at=state.n_seen)
-    return state, due
-
-
-def move_to_missed_mode(model, state, config, ends_update=False):
-    """The cloud moved to a mode that it missed and whose mass dwarfs its own.
-
-    Where :func:`_missed_mode_search_due`, for a model with a mode search
-    (``Model.mode_candidates``; :mod:`.mode_search`): where the best
-    mode found beats every particle and its mass, by importance sampling,
-    exceeds the running evidence plus twice its std by more than
-    ``MISSED_MODE_NATS`` (odds of 10 to 1 by Markov's inequality), the
-    particles' own mass is at most about a tenth of the evidence. The run then
-    goes on from that mode: the particles are resampled from the weighted
-    draws, the running estimate becomes their estimate (which leaves out
-    at most that tenth, 0.1 nats), and the control variate's references move to the
-    new particles. Returns the state, which records the search
-    (``search_found``), and 1 where it moved the cloud (else 0). Once the folds weigh
-    the mode the cloud holds (:func:`_folds_weigh_the_cloud`), points on it
-    are left to them. The search's draws
-    come from a generator of their own (seeded from the engine's first
-    seed and the data seen), so a run that never moves keeps its numbers.
-    At the end of an update (``ends_update``), for a model with a search,
-    the particles' log posterior comes from the pass over the store that
-    the estimators' checks make next, which they then take from
-    ``state.search_cloud``.
-    """
-    if not (config.fold_importance and state.reservoir.size == state.n_seen
-            and state.island_starts.shape[0] == 1):
-        return state, 0
-    generator = state.side_generator(2)  # 0 and 1: the estimators' checks
-    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-    store = state.reservoir.data()
-    with torch.no_grad():
-        live_log_p = None
-        if ends_update and has_mode_search(model):
-            state = replace(state, search_cloud=_cloud_for_the_checks(model, state, W, store))
-            live_log_p = state.search_cloud.cloud.log_p
-        found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator,
-                                        live_log_p,
-                                        leave_cloud_mode=_folds_weigh_the_cloud(model, state,
-                                                                                config))
-        bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
-        if found is not None and found[0].log_evidence > bar - SCREEN_MARGIN:
-            n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
-            found = importance.importance_at(model, found[3], store, n_draws, generator)
-    state = replace(state, search_found=SearchFound(state.n_seen,
-                                                     None if found is None else found[0]))
-    if found is None or not found[0].log_evidence > bar:
-        return state, 0
-    return _restart_from_draws(model, state, *found, generator), 1
-
-
-def _cloud_for_the_checks(model, state, W, store):
-    """The live particles' log posterior on ``store`` (the pass of
-    :func:`.posterior_gap.cloud_on_posterior`), for ``state.search_cloud``."""
-    cloud = posterior_gap.cloud_on_posterior(model, state.theta, W, store, state.n_seen)
-    return SearchCloud(state.n_seen, state.theta, cloud)
-
-
-def _folds_weigh_the_cloud(model, state, config):
-    """Whether the folds weigh the mode the particles hold from here on
-    (:func:`fold_in_importance`): the search then leaves it unweighed."""
-    return importance.applies(model) and state.n_seen >= FOLD_START * max(config.warmup_size, 1)
-
-
-def _restart_from_draws(model, state, estimate, draws, log_w, generator):
-    """The state whose particles are resampled from importance ``draws`` with ``log_w``,
-    and whose running estimate is theirs (its variance as one closed weight segment)."""
-    M = state.theta.shape[0]
-    u = float(torch.rand(1, generator=generator, dtype=torch.float64, device=draws.device))
-    index = systematic_resample(log_w.cpu().numpy(), u, M)
-    var = estimate.std ** 2
-    state = replace(state,
-                    theta=draws[torch.as_tensor(index, device=draws.device)].to(state.theta.dtype),
-                    log_W=np.full(M, -math.log(M)), log_evidence=estimate.log_evidence - 0.5 * var,
-                    log_evidence_var=var, weight_var=var, fold_var=var, fold_mode=None)
-    if state.cv is not None and state.n_seen > 0:  # (before the first chunk: no store yet)
-        state = reference_at_particles(model, state, move_anchor=True)
-    return state
-
-
-def _folds_between(n_before, n_after, config):
-    """Whether ``(n_before, n_after]`` holds a point of ``FOLD_START * warmup_size * 2^k``."""
-    start = FOLD_START * max(config.warmup_size, 1)
-    if n_after < start:
-        return False
-    if n_before < start:
-        return True
-    return math.floor(math.log2(n_after / start)) > math.floor(math.log2(n_before / start))
 
 
 def _summed(summary, new):
@@ -587,44 +405,6 @@ def _discard_diverged(state):
     state, resampled = _resample(state, np.logical_or.reduceat(~ok, starts))
     return state, ChunkTally(n_resamplings=resampled, n_diverged=lost,
                              max_diverged_fraction=fraction)
-
-
-def refresh_reference(model, state, config):
-    """The state whose control variate's reference moved to the particles once the data
-    seen have grown by the refresh factor since the last move (a pass over the store)."""
-    cv = state.cv
-    if cv is None or state.n_seen == 0:
-        return state
-    if state.n_seen < _refresh_factor(cv, config) * max(cv.n_at_refresh, 1):
-        return state
-    return reference_at_particles(model, state)
-
-
-def reference_at_particles(model, state, move_anchor=False):
-    """The state whose control variate's reference(s) moved to the particles (their mean,
-    for a shared one).
-
-    The second-order term's anchor is the particles' mean, each relabelled
-    to the labelling nearest the heaviest particle's (a mixture's), as are
-    the probes that measure its noise; ``move_anchor`` moves it now (the
-    particles moved to another mode), not only once the data have doubled.
-    """
-    cv = state.cv
-    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
-    maps = model.relabelling_maps(state.theta.dtype, state.theta.device)
-    theta = relabelling.aligned(state.theta, state.theta[int(W.argmax())], maps)
-    anchor = W @ theta
-    new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
-    probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
-    return replace(state, cv=cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen,
-                                         probes, anchor, maps, move_anchor=move_anchor))
-
-
-def _refresh_factor(cv, config):
-    """Growth of the data between two refreshes of the control variate's reference."""
-    if config.cv_refresh_factor is not None:
-        return config.cv_refresh_factor
-    return 1.1 if cv.theta_ref.shape[0] == 1 else 2.0
 
 
 ENGINE = Engine("sgais", init, update, anneals_online=True)

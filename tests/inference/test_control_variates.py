@@ -35,7 +35,8 @@ def _control_variate(model, data, ref, second_order, probes):
     cv = ControlVariate(theta_ref=ref[None], grad_sum=torch.zeros_like(ref[None]),
                         second_order=second_order)
     first = 3 * data[0].shape[0] // 4
-    cv = cv.add_chunk(model, tuple(t[:first] for t in data))  # a chunk, then a refresh over the store
+    # a chunk, then a refresh over the store
+    cv = cv.add_chunk(model, tuple(t[:first] for t in data))
     cv = cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first, probes)
     cv = cv.add_chunk(model, tuple(t[first:] for t in data))
     return cv
@@ -324,7 +325,8 @@ def test_references_copied_by_resampling_are_evaluated_once_each(monkeypatch):
         copied = copied.refresh(model, refs, data, n, aligned(theta[:4], mode, maps), anchor=mode,
                                 maps=maps, move_anchor=True)
         copied = copied.select(index)
-        copied = copied.select(torch.arange(63, -1, -1))  # the copies' record follows a second resampling
+        # the copies' record follows a second resampling
+        copied = copied.select(torch.arange(63, -1, -1))
         plain = ControlVariate(theta_ref=copied.theta_ref.clone(), grad_sum=copied.grad_sum.clone(),
                                second_order=second_order, curvature=copied.curvature,
                                anchor=copied.anchor, relabel=copied.relabel)
