@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .inference import importance, mode_search, posterior_gap, sgais
+from .inference import importance, importance_steps, mode_search, posterior_gap, sgais
 
 __all__ = ["TrustDiagnosticsMixin"]
 
@@ -45,7 +45,7 @@ IMPORTANCE_DRAWS = 64
 # inequality; an importance estimate's log errs low far more often than
 # high); the warning counts the excess above the annealing's estimate plus
 # twice its std, as the engine does before it moves the cloud there.
-MISSED_MODE_NATS = sgais.MISSED_MODE_NATS
+MISSED_MODE_NATS = importance_steps.MISSED_MODE_NATS
 # Weight on parameters that no observation pins down (``Model.spare_weight``:
 # a mixture component that explains less than a tenth of an observation)
 # above which the error bar is not to be relied on: with more components
@@ -86,17 +86,14 @@ class TrustDiagnosticsMixin:
 
     def _searched_cloud(self, W):
         """The engine's pass over the store for its search at the end of this update
-        (``sgais.move_to_missed_mode``), where the particles and weights are still
+        (``importance_steps.move_to_missed_mode``), where the particles and weights are still
         those; else None."""
         state = self._state
-        searched = getattr(state, "search_cloud", None)
-        if searched is None:
+        searched = state.search_cloud
+        if searched is None or searched.n_seen != state.n_seen \
+                or searched.theta is not state.theta or not torch.equal(searched.cloud.W, W[W > 0]):
             return None
-        n_seen, theta, cloud = searched
-        if n_seen != state.n_seen or theta is not state.theta or not torch.equal(
-                cloud.W, W[W > 0]):
-            return None
-        return cloud
+        return searched.cloud
 
     def _importance_check(self, W):
         """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
@@ -118,9 +115,9 @@ class TrustDiagnosticsMixin:
         state = self._state
         if not state.reservoir.size == state.n_seen > 0:
             return None
-        engine_search = getattr(state, "search_found", None)
-        if engine_search is not None and engine_search[0] == state.n_seen:
-            estimate = engine_search[1]  # the engine searched here (and moved if it won)
+        engine_search = state.search_found
+        if engine_search is not None and engine_search.n_seen == state.n_seen:
+            estimate = engine_search.estimate  # the engine searched here (and moved if it won)
         else:
             with torch.no_grad():
                 found = mode_search.missed_mode(self._model, state.theta, W,

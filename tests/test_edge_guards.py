@@ -149,7 +149,8 @@ def test_engine_failures_name_the_data_scale():
     state = types.SimpleNamespace(log_W=np.log(np.full(4, 0.25)), n_seen=500)
     with pytest.raises(FloatingPointError, match="scale.*StandardScaler"):
         sgais._reweight(state, np.full(4, -np.inf), 1.0)
-    state.theta = torch.full((4, 2), float("nan"))
+    state = types.SimpleNamespace(log_W=state.log_W, n_seen=500,
+                                  theta=torch.full((4, 2), float("nan")))
     with pytest.raises(FloatingPointError, match="scale.*learning_rate"):
         sgais._discard_diverged(state)
     with pytest.raises(FloatingPointError, match="scale.*learning_rate.*n_particles"):

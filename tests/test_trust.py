@@ -1,6 +1,7 @@
 """log_evidence_std_, diagnostics_ and the untrustworthy-run warnings; their propagation."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,7 +147,7 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
     # The search climbs to the particles' own mode: its mass is theirs.
     # (The engine searched at the end of the fit; the check reports that search.)
     assert abs(gmm.diagnostics_["missed_mode_excess"]) < MISSED_MODE_NATS
-    assert gmm._state.search_found[0] == X.shape[0]
+    assert gmm._state.search_found.n_seen == X.shape[0]
     # The mass of a mode the particles never reached, above their estimate
     # plus twice its std by more than the margin, is a warning. (The engine,
     # which would move there, does not search without fold_importance.)
@@ -302,9 +303,10 @@ def test_the_checks_take_the_pass_of_the_search_that_ends_the_update(monkeypatch
     monkeypatch.setattr(_trust.posterior_gap, "cloud_on_posterior",
                         lambda *args: passes.append(args[-1]) or cloud_on_posterior(*args))
     gmm = EvidenceGMM(n_components=2, n_particles=32, random_state=0).fit(X)
-    assert passes == [600] and gmm._state.search_cloud[0] == 600
+    assert passes == [600] and gmm._state.search_cloud.n_seen == 600
     shared = gmm.diagnostics_
-    gmm._gap_checked, gmm._state.search_cloud = None, None  # the checks' own pass
+    # the checks' own pass
+    gmm._gap_checked, gmm._state = None, replace(gmm._state, search_cloud=None)
     gmm._warn_if_untrustworthy()
     assert passes == [600, 600]
     for key in ("posterior_gap", "mean_log_posterior", "spread_ratio"):

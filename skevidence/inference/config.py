@@ -207,7 +207,7 @@ default="covariance"
         mixtures), also search for modes the particles missed after the
         first chunk, each time the data seen double and at the end of a
         fit, and move the particles to one whose mass, by importance
-        sampling, dwarfs theirs (``sgais.move_to_missed_mode``). For models
+        sampling, dwarfs theirs (``importance_steps.move_to_missed_mode``). For models
         whose posterior has one mode, also condition the first chunk by
         importance sampling from a t at its mode instead of annealing from
         the prior, where the draws' ESS allows (``sgais._start_by_importance``;

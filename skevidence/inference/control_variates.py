@@ -34,19 +34,21 @@ score (``ControlVariate.minibatch_size``).
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from ..models.base import batch_size_of, cast_batch, row_blocks, take
-from .relabelling import nearest_relabelling
+from .relabelling import aligned, nearest_relabelling
 
-__all__ = ["ControlVariate", "full_gradient_sum", "blockwise_sum", "posterior_precision",
-           "rounded_gradient", "past_term_gradient"]
+__all__ = ["ControlVariate", "refresh_reference", "reference_at_particles", "full_gradient_sum",
+           "blockwise_sum", "posterior_precision", "rounded_gradient", "past_term_gradient"]
 
 # Most rows of past data per block when summing gradients over the whole
 # store at one or two references (more references: models.base.row_blocks).
 _MAX_BLOCK_ROWS = 1 << 15
+# Particles at which a second-order control variate checks its linear term.
+_N_PROBES = 4
 # Growth of the data between two moves of the second-order term's anchor.
 ANCHOR_REFRESH_FACTOR = 2.0
 # The linear term is kept where it cuts the mini-batch gradient's variance
@@ -109,9 +111,20 @@ def blockwise_sum(summed_over_batch, theta, batch):
     return None if any(b is None for b in blocks) else sum(blocks)
 
 
-@dataclass
+@dataclass(frozen=True)
+class ChunkTerm:
+    """A chunk's control variate (:meth:`ControlVariate.of_chunk`) and what it was made for."""
+
+    chunk: tuple
+    theta_ref: torch.Tensor
+    anchor: torch.Tensor | None
+    cv: "ControlVariate | None"
+
+
+@dataclass(frozen=True)
 class ControlVariate:
-    """Reference points and the exact past-data gradient sums there."""
+    """Reference points and the exact past-data gradient sums there (a value: its
+    methods return new records)."""
 
     theta_ref: torch.Tensor  # [R, d]
     grad_sum: torch.Tensor  # [R, d], over all data seen so far
@@ -131,20 +144,22 @@ class ControlVariate:
     # (first [U], inverse [R]) where resampling copied references: a row of each
     # distinct one and each row's (:func:`_distinct_rows`; None: all distinct).
     distinct: tuple | None = field(default=None, repr=False, compare=False)
-    # (chunk, theta_ref, anchor, of_chunk's result): every move of a chunk asks for it.
-    _chunk_memo: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # The current chunk's control variate (:meth:`with_chunk_term`): every move
+    # of a chunk asks for it.
+    chunk_term: ChunkTerm | None = field(default=None, repr=False, compare=False)
 
     def add_chunk(self, model, chunk):
-        """Include a newly observed chunk in the sums (new tensors: states share the old)."""
-        self._chunk_memo = None
-        self.grad_sum = self.grad_sum + self._at_references(past_term_gradient(model, self), chunk)
-        if self.curvature is not None:
+        """The sums with a newly observed chunk included (new tensors: states share the old)."""
+        grad_sum = self.grad_sum + self._at_references(past_term_gradient(model, self), chunk)
+        curvature = self.curvature
+        if curvature is not None:
             F = model.fisher_information(self.anchor, chunk)
-            self.curvature = None if F is None else self.curvature + F
+            curvature = None if F is None else curvature + F
+        return replace(self, grad_sum=grad_sum, curvature=curvature, chunk_term=None)
 
     def refresh(self, model, new_ref, store, n_seen, probes, anchor=None, maps=None,
                 move_anchor=False):
-        """Move the references to ``new_ref``.
+        """The control variate with its references moved to ``new_ref``.
 
         The sums at ``new_ref`` over the stored data ``S``: when the store
         holds every observation, exactly; when it is a bounded reservoir,
@@ -165,16 +180,16 @@ class ControlVariate:
         scale = n_seen / batch_size_of(store)
         gradient = past_term_gradient(model, self)
         if batch_size_of(store) == n_seen:  # no pass at the old references
-            self.grad_sum = blockwise_sum(gradient, new_ref, store)
+            grad_sum = blockwise_sum(gradient, new_ref, store)
         else:  # one pass over the sample for the new and old references
             old_ref, expand = self._distinct_references()
             sums = blockwise_sum(gradient, torch.cat([new_ref, old_ref]), store)
-            self.grad_sum = self.grad_sum + (sums[:R] - expand(sums[R:])) * scale
-        self.theta_ref, self.distinct = new_ref, None
-        self.n_at_refresh = n_seen
+            grad_sum = self.grad_sum + (sums[:R] - expand(sums[R:])) * scale
+        cv = replace(self, theta_ref=new_ref, grad_sum=grad_sum, distinct=None,
+                     n_at_refresh=n_seen, chunk_term=None)
         if moves_anchor:
-            self._move_anchor(model, store, scale, n_seen, probes, anchor)
-        self.relabel = self._relabelling_to_anchor(maps)
+            cv = cv._with_anchor(model, store, scale, n_seen, probes, anchor)
+        return replace(cv, relabel=cv._relabelling_to_anchor(maps))
 
     def _relabelling_to_anchor(self, maps):
         """Each per-particle reference's map to the anchor's labelling (None: not needed)."""
@@ -182,29 +197,29 @@ class ControlVariate:
             return None
         return maps[nearest_relabelling(self.theta_ref, self.anchor, maps)]
 
-    def _move_anchor(self, model, store, scale, n_seen, probes, anchor):
-        """Anchor the linear term at ``anchor``, and measure the noise of both orders."""
-        self.anchor = self.theta_ref[0] if anchor is None else anchor
-        self.n_at_anchor = n_seen
-        F = blockwise_sum(model.fisher_information, self.anchor, store)
-        self.second_order = F is not None
-        self.curvature = self.minibatch_size = None
+    def _with_anchor(self, model, store, scale, n_seen, probes, anchor):
+        """The linear term anchored at ``anchor``, kept or dropped by the noise of both
+        orders, which also sizes the mini-batches."""
+        anchor = self.theta_ref[0] if anchor is None else anchor
+        F = blockwise_sum(model.fisher_information, anchor, store)
+        cv = replace(self, anchor=anchor, n_at_anchor=n_seen, second_order=F is not None,
+                     curvature=None, minibatch_size=None)
         if F is None:
-            return
-        noise = _row_noise(model, probes, self.anchor[None], store)
+            return cv
+        noise = _row_noise(model, probes, anchor[None], store)
         if noise is None:
-            return
+            return cv
         keep = noise.spread(second=True) * NOISE_CUT <= noise.spread(second=False)
-        self.curvature = scale * F if keep else None
-        if self.theta_ref.shape[0] > 1:
+        cv = replace(cv, curvature=scale * F if keep else None)
+        if cv.theta_ref.shape[0] > 1:
             # Per-particle references (a mixture) keep the order's default size.
             # The target is strict for them: a mixture's would ask for more rows
             # than the cap allows, while the default size, with the noise cut
             # NOISE_CUT-fold or more, already carries a fraction of the noise of
             # the first order's default (docs: benchmarks, Gaussian mixture).
-            return
-        self.minibatch_size = noise.minibatch_size(
-            keep, posterior_precision(model, self.anchor, scale * F), n_seen)
+            return cv
+        return replace(cv, minibatch_size=noise.minibatch_size(
+            keep, posterior_precision(model, anchor, scale * F), n_seen))
 
     def of_chunk(self, model, chunk):
         """The second-order control variate of the chunk's own gradient sum (None: first order).
@@ -213,32 +228,41 @@ class ControlVariate:
         chunk's gradient at the references and Fisher information at the
         anchor, so that a subsample of the chunk's rows carries only the
         likelihood's departure from a quadratic (see
-        :func:`moves.chunk_gradient`). Every move of a chunk gets the same
-        record, computed once (again after a resampling moves per-particle
-        references).
+        :func:`moves.chunk_gradient`). The record :meth:`with_chunk_term`
+        carries, where it was made for this chunk and these references.
         """
-        memo = self._chunk_memo
-        if memo is not None and memo[0] is chunk and memo[1] is self.theta_ref \
-                and memo[2] is self.anchor:
-            return memo[3]
+        if self._carries_term_of(chunk):
+            return self.chunk_term.cv
         F = None if self.curvature is None else model.fisher_information(self.anchor, chunk)
-        chunk_cv = None if F is None else ControlVariate(
+        return None if F is None else ControlVariate(
             theta_ref=self.theta_ref,
             grad_sum=self._at_references(functools.partial(full_gradient_sum, model), chunk),
             second_order=True, curvature=F, anchor=self.anchor, relabel=self.relabel,
             distinct=self.distinct)
-        self._chunk_memo = (chunk, self.theta_ref, self.anchor, chunk_cv)
-        return chunk_cv
+
+    def with_chunk_term(self, model, chunk):
+        """The control variate carrying the chunk's (:meth:`of_chunk`), so that every
+        move of the chunk takes the same record (computed again only after a
+        resampling moves per-particle references)."""
+        if self._carries_term_of(chunk):
+            return self
+        return replace(self, chunk_term=ChunkTerm(chunk, self.theta_ref, self.anchor,
+                                                  self.of_chunk(model, chunk)))
+
+    def _carries_term_of(self, chunk):
+        term = self.chunk_term
+        return (term is not None and term.chunk is chunk and term.theta_ref is self.theta_ref
+                and term.anchor is self.anchor)
 
     def select(self, index):
-        """Follow the particles through resampling (per-particle references)."""
-        if self.theta_ref.shape[0] > 1:
-            self.theta_ref = self.theta_ref[index]
-            self.grad_sum = self.grad_sum[index]
-            if self.relabel is not None:
-                self.relabel = self.relabel[index]
-            labels = index if self.distinct is None else self.distinct[1][index]
-            self.distinct = _distinct_rows(labels)
+        """The control variate following the particles through resampling (per-particle
+        references)."""
+        if self.theta_ref.shape[0] == 1:
+            return self
+        labels = index if self.distinct is None else self.distinct[1][index]
+        return replace(self, theta_ref=self.theta_ref[index], grad_sum=self.grad_sum[index],
+                       relabel=None if self.relabel is None else self.relabel[index],
+                       distinct=_distinct_rows(labels))
 
     def _distinct_references(self):
         """The distinct references ``[U, d]``, and the map of a ``[U, ...]`` result to all ``R``."""
@@ -381,3 +405,41 @@ def _interleaved_groups(n, device, n_groups=16, rows=64):
     stride = n // (n_groups * per)
     rows = torch.arange(n_groups * per, device=device) * stride
     return rows.reshape(per, n_groups).T
+
+
+def refresh_reference(model, state, config):
+    """The state whose control variate's reference moved to the particles once the data
+    seen have grown by the refresh factor since the last move (a pass over the store)."""
+    cv = state.cv
+    if cv is None or state.n_seen == 0:
+        return state
+    if state.n_seen < _refresh_factor(cv, config) * max(cv.n_at_refresh, 1):
+        return state
+    return reference_at_particles(model, state)
+
+
+def reference_at_particles(model, state, move_anchor=False):
+    """The state whose control variate's reference(s) moved to the particles (their mean,
+    for a shared one).
+
+    The second-order term's anchor is the particles' mean, each relabelled
+    to the labelling nearest the heaviest particle's (a mixture's), as are
+    the probes that measure its noise; ``move_anchor`` moves it now (the
+    particles moved to another mode), not only once the data have doubled.
+    """
+    cv = state.cv
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+    maps = model.relabelling_maps(state.theta.dtype, state.theta.device)
+    theta = aligned(state.theta, state.theta[int(W.argmax())], maps)
+    anchor = W @ theta
+    new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
+    probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    return replace(state, cv=cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen,
+                                         probes, anchor, maps, move_anchor=move_anchor))
+
+
+def _refresh_factor(cv, config):
+    """Growth of the data between two refreshes of the control variate's reference."""
+    if config.cv_refresh_factor is not None:
+        return config.cv_refresh_factor
+    return 1.1 if cv.theta_ref.shape[0] == 1 else 2.0

@@ -1,6 +1,7 @@
 """Adaptive Resample-Move (ARM): more particles for the chunks that add much variance."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -29,34 +30,31 @@ def maybe_grow(state, config, var_before):
     n_particles^2`` the ``M`` particles are resampled to ``2 M`` (at most
     ``max_particles``), and the move that follows makes the copies
     differ. Resampling closes the weight segment, so ``log_evidence_std``
-    stays the sum of segment variances. Returns 1 when it resampled.
+    stays the sum of segment variances. Returns the new state and 1 where it
+    resampled (else 0).
     """
     M = state.theta.shape[0]
     if config.max_particles is None or M >= config.max_particles:
-        return 0
+        return state, 0
     budget = config.growth_threshold * M / config.n_particles**2
     if variance_so_far(state) - var_before <= budget:
-        return 0
-    resample_to(state, min(2 * M, config.max_particles))
-    return 1
+        return state, 0
+    return resample_to(state, min(2 * M, config.max_particles)), 1
 
 
 def shrink_to_base(state, config):
-    """Resample a grown particle set back to ``n_particles`` (1 if it did)."""
+    """A grown particle set resampled back to ``n_particles``, and 1 where it was (else 0)."""
     if state.theta.shape[0] <= config.n_particles:
-        return 0
-    resample_to(state, config.n_particles)
-    return 1
+        return state, 0
+    return resample_to(state, config.n_particles), 1
 
 
 def resample_to(state, m):
     """Systematic resampling of all particles to ``m`` equally weighted ones (one island)."""
-    close_weight_segment(state)
+    state = close_weight_segment(state)
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
     index = systematic_resample(state.log_W, u, m)
     index_t = torch.as_tensor(index, device=state.theta.device)
-    state.theta = state.theta[index_t]
-    state.log_W = np.full(m, -math.log(m))
-    if state.cv is not None:
-        state.cv.select(index_t)
+    return replace(state, theta=state.theta[index_t], log_W=np.full(m, -math.log(m)),
+                   cv=None if state.cv is None else state.cv.select(index_t))

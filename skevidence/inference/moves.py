@@ -5,6 +5,7 @@ A move ``move(model, state, config, chunk, lam)`` returns a
 """
 
 import math
+from dataclasses import replace
 
 import torch
 
@@ -16,7 +17,7 @@ from .records import MoveResult
 
 __all__ = ["EXACT_ACCEPTANCE", "LATE_START", "moves_per_step", "sghmc_steps", "sghmc_move",
            "exact_move", "moves_exactly", "minibatch_size_for", "chunk_gradient",
-           "sampled_chunk", "chunk_minibatch_size"]
+           "sampled_chunk", "with_chunk_term", "chunk_minibatch_size"]
 
 
 # Target acceptance rate of the warm-up's generalised HMC: a rejection
@@ -34,7 +35,7 @@ SETTLE_CHANGE = 0.05
 
 # The late phase, where ``late_burnin_factor`` scales the SGHMC steps, starts
 # at this many times ``warmup_size`` observations: the posterior is near
-# Gaussian there (the importance folds start there too, sgais.FOLD_START).
+# Gaussian there (the importance folds start there too, importance_steps.FOLD_START).
 # Fewer steps any earlier, while a mixture's posterior is still far from
 # Gaussian, raise the evidence's error (docs: benchmarks, Gaussian mixture).
 LATE_START = 4
@@ -162,6 +163,18 @@ def sampled_chunk(model, state, chunk, minibatch_size):
         return take(chunk, torch.randperm(size, generator=generator, device=device)[:rows])
 
     return chunk_cv, draw
+
+
+def with_chunk_term(model, state, config, chunk):
+    """``state`` whose control variate carries the chunk's where :func:`sghmc_move`
+    estimates the chunk's term from a subsample (:meth:`ControlVariate.with_chunk_term`):
+    the chunk's moves then share one record."""
+    cv, size = state.cv, batch_size_of(chunk)
+    if cv is None or cv.curvature is None or moves_exactly(state, config):
+        return state
+    if chunk_minibatch_size(size, state.n_seen, minibatch_size_for(state, config)) >= size // 2:
+        return state
+    return replace(state, cv=cv.with_chunk_term(model, chunk))
 
 
 def chunk_minibatch_size(chunk_size, n_past, minibatch_size):

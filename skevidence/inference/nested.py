@@ -22,7 +22,7 @@ The particles after a fit are the dead and live points resampled to
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -256,7 +256,7 @@ def update(model, state, config, batch, move=None, callback=None):
     new state; ``state`` is left as it was.
     """
     state = successor(state)
-    state.reservoir = state.reservoir.append(batch, state.generator)
+    state = replace(state, reservoir=state.reservoir.append(batch, state.generator))
     data = state.reservoir.data()
     M, _ = state.theta.shape
     live = model.sample_prior(M, state.generator, dtype=state.theta.dtype,
@@ -264,12 +264,12 @@ def update(model, state, config, batch, move=None, callback=None):
     result = nested_sampling(model, data, live, state.generator,
                              n_trajectories=n_trajectories(config, state.theta.shape[1]),
                              step_size=state.exact_step_size)
-    set_posterior_particles(state, result)
-    state.n_seen = batch_size_of(data)
-    state.log_evidence = result.log_evidence
-    state.log_evidence_var = result.log_evidence_std**2
-    state.exact_step_size = result.step_size
-    record_chunk(state, result.n_iterations, ess_value=float(M), acceptance=result.acceptance)
+    state = set_posterior_particles(state, result)
+    state = replace(state, n_seen=batch_size_of(data), log_evidence=result.log_evidence,
+                    log_evidence_var=result.log_evidence_std**2,
+                    exact_step_size=result.step_size)
+    state = record_chunk(state, result.n_iterations, ess_value=float(M),
+                         acceptance=result.acceptance)
     if callback is not None:
         callback(state, 1.0, 0)
     return state
@@ -287,13 +287,14 @@ def n_trajectories(config, n_params):
 
 
 def set_posterior_particles(state, result):
-    """``n_particles`` equally weighted draws from the NS posterior samples."""
+    """The state whose particles are ``n_particles`` equally weighted draws from the NS
+    posterior samples."""
     M = state.theta.shape[0]
     u = float(torch.rand(1, generator=state.generator, dtype=torch.float64,
                          device=state.theta.device))
     index = systematic_resample(result.log_weights, u, M)
-    state.theta = result.theta[torch.as_tensor(index, device=result.theta.device)]
-    state.log_W = np.full(M, -math.log(M))
+    return replace(state, theta=result.theta[torch.as_tensor(index, device=result.theta.device)],
+                   log_W=np.full(M, -math.log(M)))
 
 
 ENGINE = Engine("nested", init, update, keeps_every_observation=True, refits_from_prior=True)

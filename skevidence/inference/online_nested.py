@@ -10,6 +10,8 @@ runs' ``H / n_live``. The moves are exact (the thesis used SGHMC), so the
 cost grows quadratically with the data (:ref:`methods`).
 """
 
+from dataclasses import replace
+
 from ..models.base import batch_size_of
 from . import nested, sgais
 from .ais import init  # prior draws, as AIS: no control variate, the moves are exact
@@ -32,18 +34,20 @@ def update(model, state, config, batch, move=None, callback=None):
         end = min(((state.n_seen // b) + 1) * b - state.n_seen + start, n_new)
         chunk = tuple(t[start:end] for t in batch)
         start = end
-        _condition_on_chunk(model, state, config, chunk)
+        state = _condition_on_chunk(model, state, config, chunk)
         if callback is not None:
             callback(state, 1.0, 0)
     return state
 
 
 def _condition_on_chunk(model, state, config, chunk):
+    """The state conditioned on ``chunk`` by one nested-sampling run."""
     store = state.reservoir.data() if state.n_seen > 0 else None
     acceptance = None
     if store is not None:
         # Resampled particles hold copies; NS needs distinct live points.
-        acceptance = sgais.take_move(state, sgais.exact_move(model, state, config, chunk, 0.0))
+        state, acceptance = sgais.take_move(
+            state, sgais.exact_move(model, state, config, chunk, 0.0))
 
     def log_prior_and_grad(theta):
         log_p, g = model.log_prior(theta), model.grad_log_prior(theta)
@@ -56,12 +60,12 @@ def _condition_on_chunk(model, state, config, chunk):
     result = nested.nested_sampling(model, chunk, state.theta, state.generator,
                                     n_trajectories=n_traj,
                                     log_prior_and_grad=log_prior_and_grad)
-    nested.set_posterior_particles(state, result)
-    state.log_evidence += result.log_evidence
-    state.log_evidence_var += result.log_evidence_std**2
-    state.reservoir = state.reservoir.append(chunk, state.generator)
-    state.n_seen += batch_size_of(chunk)
-    sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]),
+    state = nested.set_posterior_particles(state, result)
+    state = replace(state, log_evidence=state.log_evidence + result.log_evidence,
+                    log_evidence_var=state.log_evidence_var + result.log_evidence_std**2,
+                    reservoir=state.reservoir.append(chunk, state.generator),
+                    n_seen=state.n_seen + batch_size_of(chunk))
+    return sgais.record_chunk(state, result.n_iterations, ess_value=float(state.theta.shape[0]),
                        acceptance=acceptance)
 
 

@@ -5,9 +5,14 @@
 estimators' ``evidence_trace_`` has one array per field); :class:`MoveResult`
 is what every move returns.
 
-A state is a value: an update starts from :func:`successor` of the state
-it is given, edits only that copy, and returns it, so the given state
-stays usable (a failed update leaves it as it was).
+A state is a value (a frozen record, as are the control variate and the
+per-step records): every step of the engine takes a state and returns a
+new one (``dataclasses.replace``), with what it measured where it measures
+something (a :class:`ChunkTally`, summed into the chunk's
+:class:`ChunkInfo`). Only the random stream is shared and advanced: an
+update starts from :func:`successor` of the state it is given, whose
+generator is a clone, so the given state stays usable (a failed update
+leaves it as it was).
 """
 
 import math
@@ -21,8 +26,9 @@ from .annealing import ess
 from .control_variates import ControlVariate
 from .reservoir import Reservoir
 
-__all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SGAISState",
-           "successor", "segment_variance", "close_weight_segment", "record_chunk"]
+__all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SearchFound",
+           "SearchCloud", "SGAISState", "successor", "segment_variance",
+           "close_weight_segment", "record_chunk"]
 
 
 @dataclass(frozen=True)
@@ -64,25 +70,53 @@ class MoveResult:
     step_size: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChunkTally:
-    """Counts gathered while one chunk is conditioned on (becomes a ChunkInfo)."""
+    """What the steps of one chunk measured (summed with ``+`` into its ChunkInfo)."""
 
     n_steps: int = 0
-    n_particles: int = 0
+    n_particles: int = 0  # the largest count
     n_resamplings: int = 0
     n_diverged: int = 0
     max_diverged_fraction: float = 0.0
-    acceptances: list = field(default_factory=list)
+    acceptances: tuple = ()
+
+    def __add__(self, other):
+        return ChunkTally(
+            n_steps=self.n_steps + other.n_steps,
+            n_particles=max(self.n_particles, other.n_particles),
+            n_resamplings=self.n_resamplings + other.n_resamplings,
+            n_diverged=self.n_diverged + other.n_diverged,
+            max_diverged_fraction=max(self.max_diverged_fraction, other.max_diverged_fraction),
+            acceptances=self.acceptances + other.acceptances)
 
 
-@dataclass
+@dataclass(frozen=True)
+class SearchFound:
+    """The last search for a mode the particles missed
+    (``importance_steps.move_to_missed_mode``)."""
+
+    n_seen: int  # data seen at the search
+    estimate: object | None  # importance estimate near a better mode (None: none found)
+
+
+@dataclass(frozen=True)
+class SearchCloud:
+    """The end-of-update search's pass over the store: the checks take it where the
+    particles and weights are still those."""
+
+    n_seen: int
+    theta: torch.Tensor  # the particles it was made for
+    cloud: object  # posterior_gap.cloud_on_posterior's Cloud
+
+
+@dataclass(frozen=True)
 class SGAISState:
-    """Everything the engine carries between chunks (a plain record).
+    """Everything the engine carries between chunks (a value).
 
     Per-chunk measurements live in ``trace`` (:class:`ChunkInfo` records);
     the diagnostics counters below are derived from them. The arrays are
-    never written in place (see :func:`successor`).
+    never written in place either (see :func:`successor`).
     """
 
     theta: torch.Tensor  # [M, d] particles
@@ -93,7 +127,7 @@ class SGAISState:
     n_seen: int = 0
     log_evidence: float = 0.0
     exact_step_size: float = 0.5  # of the Metropolis-adjusted warmup moves, adapted
-    trace: list = field(default_factory=list)  # one ChunkInfo per chunk
+    trace: tuple = ()  # one ChunkInfo per chunk
     island_starts: np.ndarray | None = None  # [G] first particle of each island
     # Variance of log_evidence accumulated over the weight segments closed
     # by resampling (see segment_variance), and the part of it that comes
@@ -103,7 +137,7 @@ class SGAISState:
     log_evidence_var: float = 0.0
     weight_var: float = 0.0
     # The importance-sampling folds' calibration of that variance
-    # (sgais.fold_in_importance): the variance just after the last fold, and,
+    # (importance_steps.fold_in_importance): the variance just after the last fold, and,
     # summed over the folds, the squared discrepancy between the two
     # estimates beyond what their variances explain, and the annealing's own
     # variance between folds (see variance_inflation).
@@ -116,19 +150,15 @@ class SGAISState:
     fold_mode: torch.Tensor | None = None
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
-    # Searches for modes the particles missed (sgais.move_to_missed_mode):
+    # Searches for modes the particles missed (importance_steps.move_to_missed_mode):
     # after a chunk once the data seen have doubled since searched_at (the
     # last search of either kind); at the end of an update once they have
     # doubled since ended_search_at (the schedule of the estimators' checks,
-    # which report that search); the last one's (n_seen, importance estimate
-    # near a better mode or None).
+    # which report that search); the last one's result and pass over the store.
     searched_at: int = 0
     ended_search_at: int = 0
-    search_found: tuple | None = None
-    # The end-of-update search's pass over the store, (n_seen, theta, Cloud of
-    # posterior_gap.cloud_on_posterior): the checks take it where the particles
-    # and weights are still those.
-    search_cloud: tuple | None = field(default=None, repr=False, compare=False)
+    search_found: SearchFound | None = None
+    search_cloud: SearchCloud | None = field(default=None, repr=False, compare=False)
 
     def side_generator(self, offset):
         """A generator of its own for a check or search, seeded from the engine's first
@@ -209,15 +239,13 @@ class SGAISState:
 
 
 def successor(state):
-    """The copy of ``state`` that an update edits and returns, leaving ``state`` as it was.
+    """``state`` with a clone of its generator: where an update starts, so that
+    ``state``'s random stream is not advanced.
 
-    Particles, weights and the data store are shared, as the update
-    replaces them instead of writing into them; the generator is a clone
-    (the same random stream, without advancing ``state``'s), the trace a
-    new list and the control variate a new record.
+    Everything else is shared: the steps return new records instead of
+    writing into them.
     """
-    return replace(state, generator=_cloned(state.generator), trace=list(state.trace),
-                   cv=None if state.cv is None else replace(state.cv))
+    return replace(state, generator=_cloned(state.generator))
 
 
 def _cloned(generator):
@@ -241,21 +269,21 @@ def segment_variance(log_W):
 
 
 def close_weight_segment(state, log_W=None):
-    """Add the variance of a closed weight segment (default: the state's weights)."""
+    """``state`` with the variance of a closed weight segment added (default: its weights')."""
     v = segment_variance(state.log_W if log_W is None else log_W)
-    state.log_evidence_var += v
-    state.weight_var += v
+    return replace(state, log_evidence_var=state.log_evidence_var + v,
+                   weight_var=state.weight_var + v)
 
 
 def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_diverged=0,
                  max_diverged_fraction=0.0):
-    """Append the :class:`ChunkInfo` of a chunk conditioned on by another method.
+    """``state`` with the :class:`ChunkInfo` of a chunk conditioned on by another method.
 
     For the baselines that share this state (``ais``, ``nested``, the
     sequential estimators): ``ess_value`` defaults to the weights' ESS,
     ``acceptance`` is the mean acceptance of one adjusted run (or None).
     """
-    state.trace.append(ChunkInfo(
+    return replace(state, trace=state.trace + (ChunkInfo(
         n_seen=state.n_seen, log_evidence=state.debiased_log_evidence,
         n_annealing_steps=int(n_annealing_steps),
         ess=ess(state.log_W) if ess_value is None else float(ess_value),
@@ -263,4 +291,4 @@ def record_chunk(state, n_annealing_steps, ess_value=None, acceptance=None, n_di
         n_resamplings=0, n_diverged=int(n_diverged),
         max_diverged_fraction=float(max_diverged_fraction),
         n_adjusted_moves=0 if acceptance is None else 1,
-        acceptance=math.nan if acceptance is None else float(acceptance)))
+        acceptance=math.nan if acceptance is None else float(acceptance)),))

@@ -14,6 +14,7 @@ include the bias.
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -70,18 +71,17 @@ def update(model, state, config, batch, move=None, callback=None):
     for end in chunk_ends(state.n_seen, batch_size_of(batch), config.batch_size):
         chunk = tuple(t[start:end] for t in batch)
         start = end
-        predictive_ess = _add_predictive(model, state, chunk)
-        sgais.refresh_reference(model, state, config)
-        acceptance = sgais.take_move(state, move(model, state, config, chunk, 1.0))
-        n_lost = _replace_diverged(state)
-        state.reservoir = state.reservoir.append(chunk, state.generator)
-        if state.cv is not None:
-            state.cv.add_chunk(model, chunk)
-        state.n_seen += batch_size_of(chunk)
+        state, predictive_ess = _add_predictive(model, state, chunk)
+        state = sgais.refresh_reference(model, state, config)
+        state, acceptance = sgais.take_move(state, move(model, state, config, chunk, 1.0))
+        state, n_lost = _replace_diverged(state)
+        state = replace(state, reservoir=state.reservoir.append(chunk, state.generator),
+                        cv=None if state.cv is None else state.cv.add_chunk(model, chunk),
+                        n_seen=state.n_seen + batch_size_of(chunk))
         # The trace's ESS is that of the chunk's predictive estimate: the
         # particles carry no weights, and a small one flags a chunk the
         # particles could not predict (a shift in the stream, lagging moves).
-        sgais.record_chunk(state, 1, ess_value=predictive_ess, acceptance=acceptance,
+        state = sgais.record_chunk(state, 1, ess_value=predictive_ess, acceptance=acceptance,
                            n_diverged=n_lost, max_diverged_fraction=n_lost / state.theta.shape[0])
         if callback is not None:
             callback(state, 1.0, 0)
@@ -89,8 +89,8 @@ def update(model, state, config, batch, move=None, callback=None):
 
 
 def _add_predictive(model, state, chunk):
-    """Add ``log mean_i p(C | theta_i)`` to the evidence and its delta-method
-    variance; return the ESS of the particles' likelihoods."""
+    """The state with ``log mean_i p(C | theta_i)`` added to the evidence and its
+    delta-method variance, and the ESS of the particles' likelihoods."""
     loglik = model.log_likelihood_sum(state.theta, chunk).to(torch.float64).cpu().numpy()
     loglik = np.where(np.isfinite(loglik), loglik, -np.inf)
     log_sum = float(np.logaddexp.reduce(loglik))
@@ -99,17 +99,18 @@ def _add_predictive(model, state, chunk):
             f"every particle has zero likelihood for the chunk after {state.n_seen} "
             "observations: standardise the data (e.g. StandardScaler) or widen the prior")
     M = loglik.shape[0]
-    state.log_evidence += log_sum - math.log(M)
+    state = replace(state, log_evidence=state.log_evidence + (log_sum - math.log(M)))
     # 1 / ESS - 1 / M of the chunk's normalised likelihoods (records.segment_variance).
-    close_weight_segment(state, loglik - log_sum)
-    return float(np.exp(-np.logaddexp.reduce(2.0 * (loglik - log_sum))))
+    state = close_weight_segment(state, loglik - log_sum)
+    return state, float(np.exp(-np.logaddexp.reduce(2.0 * (loglik - log_sum))))
 
 
 def _replace_diverged(state):
-    """Particles that left the finite numbers become copies of random finite ones; returns how many."""
+    """The state whose particles that left the finite numbers are copies of random
+    finite ones, and how many they were."""
     ok = torch.isfinite(state.theta).all(1)
     if bool(ok.all()):
-        return 0
+        return state, 0
     good = torch.nonzero(ok).reshape(-1)
     if good.numel() == 0:
         raise FloatingPointError(
@@ -123,8 +124,7 @@ def _replace_diverged(state):
                          device=state.theta.device)
     theta = state.theta.clone()
     theta[bad] = theta[good[pick]]
-    state.theta = theta
-    return lost
+    return replace(state, theta=theta), lost
 
 
 ENGINE = Engine("sequential", init, update, trace_ess_is_predictive=True)

@@ -9,6 +9,8 @@ adds the NS error ``sqrt(H / n_live)``. Until ``batch_size`` observations
 have been seen, a ``partial_fit`` reruns the NS part on all of them.
 """
 
+from dataclasses import replace
+
 import torch
 
 from ..models.base import batch_size_of
@@ -28,7 +30,7 @@ def update(model, state, config, batch, move=None, callback=None):
     state = sgais.successor(state)
     n_head = min(config.batch_size - state.n_seen, batch_size_of(batch))
     if n_head > 0:
-        _nested_head(model, state, config, tuple(t[:n_head] for t in batch))
+        state = _nested_head(model, state, config, tuple(t[:n_head] for t in batch))
         if callback is not None:
             callback(state, 1.0, 0)
         batch = tuple(t[n_head:] for t in batch)
@@ -38,7 +40,8 @@ def update(model, state, config, batch, move=None, callback=None):
 
 
 def _nested_head(model, state, config, head):
-    """Evidence and posterior particles of the stored data plus ``head`` by NS."""
+    """The state with the evidence and posterior particles of the stored data plus
+    ``head`` by NS."""
     data = head
     if state.n_seen > 0:
         data = tuple(torch.cat([old, new]) for old, new in zip(state.reservoir.data(), head))
@@ -47,14 +50,13 @@ def _nested_head(model, state, config, head):
                               device=state.theta.device)
     n_traj = nested.n_trajectories(config, state.theta.shape[1])
     result = nested.nested_sampling(model, data, live, state.generator, n_trajectories=n_traj)
-    nested.set_posterior_particles(state, result)
-    state.log_evidence = result.log_evidence
-    state.log_evidence_var = result.log_evidence_std**2
-    state.reservoir = state.reservoir.append(head, state.generator)
-    if state.cv is not None:
-        state.cv.add_chunk(model, head)
-    state.n_seen = batch_size_of(data)
-    sgais.record_chunk(state, result.n_iterations, ess_value=float(M))
+    state = nested.set_posterior_particles(state, result)
+    state = replace(state, log_evidence=result.log_evidence,
+                    log_evidence_var=result.log_evidence_std**2,
+                    reservoir=state.reservoir.append(head, state.generator),
+                    cv=None if state.cv is None else state.cv.add_chunk(model, head),
+                    n_seen=batch_size_of(data))
+    return sgais.record_chunk(state, result.n_iterations, ess_value=float(M))
 
 
 ENGINE = Engine("sequential-nested", init, update,

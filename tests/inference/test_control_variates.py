@@ -1,5 +1,7 @@
 """Control-variate gradients of the past data: unbiased, exact sums, second order."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -33,9 +35,10 @@ def _control_variate(model, data, ref, second_order, probes):
     cv = ControlVariate(theta_ref=ref[None], grad_sum=torch.zeros_like(ref[None]),
                         second_order=second_order)
     first = 3 * data[0].shape[0] // 4
-    cv.add_chunk(model, tuple(t[:first] for t in data))  # a chunk, then a refresh over the store
-    cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first, probes)
-    cv.add_chunk(model, tuple(t[first:] for t in data))
+    # a chunk, then a refresh over the store
+    cv = cv.add_chunk(model, tuple(t[:first] for t in data))
+    cv = cv.refresh(model, ref[None] + 0.01, tuple(t[:first] for t in data), first, probes)
+    cv = cv.add_chunk(model, tuple(t[first:] for t in data))
     return cv
 
 
@@ -51,7 +54,7 @@ def test_the_sums_are_exact_over_every_observation():
     torch.testing.assert_close(cv.curvature, model.fisher_information(cv.anchor, data))
     # The anchor moves once the data have doubled (here: not yet), the reference at every refresh.
     anchor = cv.anchor
-    cv.refresh(model, cv.theta_ref + 0.01, data, data[0].shape[0], theta[:4])
+    cv = cv.refresh(model, cv.theta_ref + 0.01, data, data[0].shape[0], theta[:4])
     assert torch.equal(cv.anchor, anchor) and not torch.equal(cv.theta_ref[0], anchor)
     torch.testing.assert_close(cv.grad_sum, full_gradient_sum(model, cv.theta_ref, data))
 
@@ -71,14 +74,14 @@ def test_a_refresh_over_every_observation_evaluates_the_new_references_alone():
 
     counting = Counting(3, 3)
     cv = ControlVariate(theta_ref=mode[None], grad_sum=full_gradient_sum(model, mode[None], data))
-    cv.refresh(counting, theta[:8], data, n, probes=theta[:4])
+    cv = cv.refresh(counting, theta[:8], data, n, probes=theta[:4])
     assert max(points) == 8
     # (First order: summed in single precision, to within the arithmetic's bound.)
     bound = single_precision_sum_bound(model, theta[:8], data)
     assert ((cv.grad_sum - full_gradient_sum(model, theta[:8], data)).abs() <= bound).all()
     sample = take(data, torch.arange(0, n, 4))
     before = cv.grad_sum
-    cv.refresh(counting, theta[8:16], sample, n, probes=theta[:4])
+    cv = cv.refresh(counting, theta[8:16], sample, n, probes=theta[:4])
     expected = before + 4 * (full_gradient_sum(model, theta[8:16], sample)
                              - full_gradient_sum(model, theta[:8], sample))
     assert max(points) == 16
@@ -158,14 +161,14 @@ def test_the_linear_term_is_kept_only_where_it_cuts_the_noise_at_the_particles()
     n = data[0].shape[0]
     near = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
                           second_order=True)
-    near.refresh(model, mode[None], data, n, probes=theta[:4])
+    near = near.refresh(model, mode[None], data, n, probes=theta[:4])
     assert near.curvature is not None
     # 30 prior standard deviations away the softmax saturates: a row's
     # gradient barely changes while its linear term grows without bound.
     far = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
                          second_order=True)
-    far.add_chunk(model, data)
-    far.refresh(model, mode[None], data, n, probes=mode[None] + 30.0)
+    far = far.add_chunk(model, data)
+    far = far.refresh(model, mode[None], data, n, probes=mode[None] + 30.0)
     assert far.curvature is None and far.second_order
     # (Summed in single precision, as first order: here to within 3e-3.)
     torch.testing.assert_close(far.grad_sum, full_gradient_sum(model, mode[None], data),
@@ -178,8 +181,8 @@ def test_the_measured_minibatch_size_gives_the_target_noise(monkeypatch):
     monkeypatch.setattr(control_variates, "NOISE_CUT", float("inf"))  # measure the first order
     cv = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]),
                         second_order=True)
-    cv.add_chunk(model, data)
-    cv.refresh(model, mode[None], data, n, probes=theta[:4])
+    cv = cv.add_chunk(model, data)
+    cv = cv.refresh(model, mode[None], data, n, probes=theta[:4])
     assert cv.curvature is None and cv.minibatch_size > 1
     # The noise of mini-batches of that size at 64 posterior draws, per
     # coordinate in the posterior's metric, against NOISE_TARGET.
@@ -210,9 +213,12 @@ def test_the_chunk_term_from_a_subsample_is_unbiased_and_far_less_noisy_than_pla
     # Measured over data seeds 0-3: 7.7e4 to 2.9e5 times less variance than
     # the plain subsample's; 1e3 leaves a wide margin.
     assert float((e**2).mean()) < float((plain**2).mean()) / 1e3
-    assert cv.of_chunk(model, chunk) is chunk_cv  # computed once per chunk
-    cv.add_chunk(model, chunk)  # the chunk joins the past: its record is dropped
-    assert cv.of_chunk(model, chunk) is not chunk_cv
+    assert cv.of_chunk(model, chunk) is not chunk_cv  # computed anew, unless carried:
+    carried = cv.with_chunk_term(model, chunk)
+    assert carried.of_chunk(model, chunk) is carried.with_chunk_term(model, chunk).of_chunk(
+        model, chunk)
+    # the chunk joins the past: its record is dropped
+    assert carried.add_chunk(model, chunk).chunk_term is None
     first = ControlVariate(theta_ref=mode[None], grad_sum=torch.zeros_like(mode[None]))
     assert first.of_chunk(model, chunk) is None  # first order: the chunk is evaluated whole
 
@@ -224,8 +230,8 @@ def test_the_chunk_and_past_estimates_from_one_pass_add_up_to_both():
     n = data[0].shape[0]
     cv = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs), second_order=True)
     past, chunk = take(data, torch.arange(n - 500)), take(data, torch.arange(n - 500, n))
-    cv.add_chunk(model, past)
-    cv.refresh(model, refs, past, n - 500, aligned(theta[:4], mode, model.relabelling_maps()),
+    cv = cv.add_chunk(model, past)
+    cv = cv.refresh(model, refs, past, n - 500, aligned(theta[:4], mode, model.relabelling_maps()),
                anchor=mode, maps=model.relabelling_maps(), move_anchor=True)
     chunk_cv = cv.of_chunk(model, chunk)
     assert chunk_cv is not None and cv.relabel is not None
@@ -290,8 +296,8 @@ def test_a_mixtures_references_take_the_anchors_linear_term_in_their_own_labelli
     for second_order in (False, True):
         cv = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs),
                             second_order=second_order)
-        cv.add_chunk(model, data)
-        cv.refresh(model, refs, data, n, probes, anchor=mode, maps=maps, move_anchor=True)
+        cv = cv.add_chunk(model, data)
+        cv = cv.refresh(model, refs, data, n, probes, anchor=mode, maps=maps, move_anchor=True)
         assert (cv.curvature is not None) == second_order == (cv.relabel is not None)
         e = _minibatch_errors(cv, model, data, theta, n_draws=400)
         # Within 5 standard errors in every coordinate (a 5-sigma bound on a
@@ -302,7 +308,7 @@ def test_a_mixtures_references_take_the_anchors_linear_term_in_their_own_labelli
     assert errors[True] < errors[False] / 30
     # The anchor's term in the anchor's labelling for every particle: 400-900
     # times the variance, more than the first order's (seeds 0-3).
-    cv.relabel = None
+    cv = replace(cv, relabel=None)
     assert float((_minibatch_errors(cv, model, data, theta, 400)**2).mean()) > errors[False]
 
 
@@ -315,11 +321,12 @@ def test_references_copied_by_resampling_are_evaluated_once_each(monkeypatch):
     for second_order in (False, True):
         copied = ControlVariate(theta_ref=refs, grad_sum=torch.zeros_like(refs),
                                 second_order=second_order)
-        copied.add_chunk(model, data)
-        copied.refresh(model, refs, data, n, aligned(theta[:4], mode, maps), anchor=mode,
-                       maps=maps, move_anchor=True)
-        copied.select(index)
-        copied.select(torch.arange(63, -1, -1))  # the copies' record follows a second resampling
+        copied = copied.add_chunk(model, data)
+        copied = copied.refresh(model, refs, data, n, aligned(theta[:4], mode, maps), anchor=mode,
+                                maps=maps, move_anchor=True)
+        copied = copied.select(index)
+        # the copies' record follows a second resampling
+        copied = copied.select(torch.arange(63, -1, -1))
         plain = ControlVariate(theta_ref=copied.theta_ref.clone(), grad_sum=copied.grad_sum.clone(),
                                second_order=second_order, curvature=copied.curvature,
                                anchor=copied.anchor, relabel=copied.relabel)
@@ -333,10 +340,11 @@ def test_references_copied_by_resampling_are_evaluated_once_each(monkeypatch):
             return gradient(points, batch)
 
         monkeypatch.setattr(model, "grad_log_likelihood", counted)
-        estimates = []
+        estimates, added = [], []
         for cv in (copied, plain):
             estimates.append(cv.minibatch_gradient(model, theta, minibatch, n))
-            cv.add_chunk(model, minibatch)
+            added.append(cv.add_chunk(model, minibatch))
+        copied, plain = added
         monkeypatch.undo()
         # theta and the 61 distinct references, then the chunk at the 61;
         # 64 each without the record

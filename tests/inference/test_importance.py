@@ -237,9 +237,9 @@ def test_a_fold_that_disagrees_with_the_running_estimate_widens_the_error_bar():
     config = replace(reg._config, fold_importance=True)
     folded = {}
     for offset in (0.0, 2.0):
-        state = sgais.successor(reg._state)
-        state.log_evidence += offset
-        sgais.fold_in_importance(reg._model, state, config, n_before=3999)
+        state = sgais.successor(reg._state)  # (its own clone of the random stream)
+        state = replace(state, log_evidence=state.log_evidence + offset)
+        state = sgais.fold_in_importance(reg._model, state, config, n_before=3999)
         folded[offset] = state
     calm, drifted = folded[0.0], folded[2.0]
     # As it is (seed 0), the running estimate is 0.61 above the importance
@@ -253,7 +253,7 @@ def test_a_fold_that_disagrees_with_the_running_estimate_widens_the_error_bar():
     assert abs(drifted.debiased_log_evidence - calm.debiased_log_evidence) < 0.01
     # Later annealing variance counts that many times over.
     for state in (calm, drifted):
-        state.log_evidence_var += 0.04
+        state = replace(state, log_evidence_var=state.log_evidence_var + 0.04)
         assert state.log_evidence_std ** 2 == pytest.approx(
             state.fold_var + 0.04 * state.variance_inflation)
 

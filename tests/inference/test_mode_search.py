@@ -1,6 +1,7 @@
 """The search for modes that the particles missed (inference/mode_search.py)."""
 
 import warnings
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceGMM
-from skevidence.inference import sgais
+from skevidence.inference import importance_steps, sgais
 from skevidence.inference.importance import importance_log_evidence, within_reach
 from skevidence.inference.mode_search import missed_mode
 from skevidence.inference.posterior_gap import log_posterior_and_grad
@@ -89,11 +90,11 @@ def test_past_the_first_fold_the_search_leaves_the_clouds_own_mode_unweighed():
     # A trapped cloud's missed mode is out of its reach: still weighed.
     trapped, W = _cloud(_trapped(model, X), 0)
     assert missed_mode(model, trapped, W, store, 64, gen, leave_cloud_mode=True) is not None
-    state = SimpleNamespace(n_seen=sgais.FOLD_START * 1000 - 1)
+    state = SimpleNamespace(n_seen=importance_steps.FOLD_START * 1000 - 1)
     config = sgais.SGAISConfig(warmup_size=1000)
-    assert not sgais._folds_weigh_the_cloud(model, state, config)
+    assert not importance_steps.folds_weigh_the_cloud(model, state, config)
     state.n_seen += 1
-    assert sgais._folds_weigh_the_cloud(model, state, config)
+    assert importance_steps.folds_weigh_the_cloud(model, state, config)
 
 
 def test_fresh_starts_reach_the_best_mode_without_a_cloud():
@@ -147,15 +148,23 @@ def test_a_cloud_trapped_a_few_nats_low_moves_too():
     assert fit.diagnostics_["missed_mode_excess"] < 0
 
 
+@dataclass(frozen=True)
+class _Marks:
+    n_seen: int
+    searched_at: int
+    ended_search_at: int
+
+
 def test_a_stream_in_small_calls_searches_once_per_doubling():
     # Chunks of 500 rows in calls of 5000: the chunks' schedule searches at
     # each doubling, the end of a call once the data have doubled since the
     # last call that ended with one (for the estimators' checks). Counted
     # apart, they searched at 16000 and 20000, 32000 and 40000, ...
-    state = SimpleNamespace(n_seen=0, searched_at=0, ended_search_at=0)
+    state = _Marks(n_seen=0, searched_at=0, ended_search_at=0)
     searched = []
     for end in range(500, 40001, 500):
-        state.n_seen = end
-        if sgais._missed_mode_search_due(state, ends_update=end % 5000 == 0):
+        state, due = importance_steps.missed_mode_search_due(replace(state, n_seen=end),
+                                                              ends_update=end % 5000 == 0)
+        if due:
             searched.append(end)
     assert searched == [500, 1000, 2000, 4000, 5000, 10000, 20000, 40000]

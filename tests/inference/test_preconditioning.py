@@ -2,6 +2,7 @@
 particles, and the model's shared scale of ``precondition="model"``."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -46,8 +47,8 @@ def test_unadjusted_step_is_capped_by_the_warmup_step_only_with_the_curvature():
         config = sgais.SGAISConfig(n_particles=M, learning_rate=0.1)
         state = sgais.init(logistic, config, torch.Generator().manual_seed(0))
         assert moves.sghmc_step_size(logistic, state, config) == 0.1  # no warm-up yet
-        state.exact_step_size = 0.01
-        sgais.record_chunk(state, 3, acceptance=0.8)  # a chunk of adjusted warm-up moves
+        state = replace(state, exact_step_size=0.01)
+        state = sgais.record_chunk(state, 3, acceptance=0.8)  # a chunk of adjusted warm-up moves
         assert moves.sghmc_step_size(logistic, state, config) == (0.01 if capped else 0.1)
 
 

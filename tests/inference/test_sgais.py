@@ -64,7 +64,7 @@ def _snapshot(state):
     cv = state.cv
     return dict(theta=state.theta.clone(), log_W=state.log_W.copy(), n_seen=state.n_seen,
                 log_evidence=state.log_evidence, log_evidence_var=state.log_evidence_var,
-                generator=state.generator.get_state(), trace=list(state.trace),
+                generator=state.generator.get_state(), trace=state.trace,
                 data=tuple(t.clone() for t in state.reservoir.data()),
                 cv=None if cv is None else (cv.theta_ref.clone(), cv.grad_sum.clone()))
 

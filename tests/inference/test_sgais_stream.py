@@ -1,5 +1,6 @@
 """Late-stream settings of the engine: skipped moves, mini-batch size, reference refreshes."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -74,12 +75,12 @@ def test_auto_minibatch_size_follows_the_order_of_the_control_variate():
     # The linear model's rows are quadratic in theta: the linear term is exact.
     assert state.cv.curvature is not None
     assert moves.minibatch_size_for(state, config) == moves.SECOND_ORDER_MINIBATCH_SIZE
-    state.cv.curvature = None
+    state = replace(state, cv=replace(state.cv, curvature=None))
     assert moves.minibatch_size_for(state, config) == moves.MINIBATCH_SIZE
     # More rows where the control variate's noise measurement asks for them, up to a cap.
-    state.cv.minibatch_size = 5000
+    state = replace(state, cv=replace(state.cv, minibatch_size=5000))
     assert moves.minibatch_size_for(state, config) == 5000
-    state.cv.minibatch_size = 10**9
+    state = replace(state, cv=replace(state.cv, minibatch_size=10**9))
     assert moves.minibatch_size_for(state, config) == moves.MAX_MINIBATCH_SIZE
     assert moves.minibatch_size_for(state, sgais.SGAISConfig(minibatch_size=None)) == 500
     with pytest.raises(ValueError, match="minibatch_size"):
@@ -119,7 +120,7 @@ def test_the_chunk_term_is_subsampled_with_the_second_order_and_exact_without():
     assert moves.chunk_minibatch_size(500, 10**6, 250) == moves.CHUNK_MINIBATCH_SIZE
     # First order, or early in the stream: every row, in single precision (to
     # its rounding, within the arithmetic's bound).
-    state.cv.curvature = None
+    state = replace(state, cv=replace(state.cv, curvature=None))
     rows.clear()
     rounded = moves.chunk_gradient(model, state, chunk, moves.MINIBATCH_SIZE)(state.theta)
     assert rounded.dtype == torch.float64 and rows == [500]
