@@ -83,13 +83,14 @@ def applies(model):
 class ImportanceEstimate:
     """``log_evidence`` (with half its variance added, as ``log_evidence_``), its
     delta-method standard deviation ``sqrt(1 / ESS - 1 / n_draws)``, the ESS
-    as a fraction of the draws, and the proposal's location (the mode it
-    climbed to, where it climbed)."""
+    as a fraction of the draws, the proposal's location (the mode it
+    climbed to, where it climbed) and the number of draws."""
 
     log_evidence: float
     std: float
     ess: float
     mode: torch.Tensor | None = None
+    n_draws: int | None = None
 
 
 class ImportanceDraws(NamedTuple):
@@ -100,7 +101,8 @@ class ImportanceDraws(NamedTuple):
     log_weights: torch.Tensor  # [n_draws]
 
 
-def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None):
+def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None,
+                            min_effective=0.0, max_draws=None):
     """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
     ``particles [M, d]`` with normalised ``weights [M]`` (one particle, weight
@@ -111,16 +113,21 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     posterior draws around it (:func:`_start_of_climb`). ``store`` holds
     every observation seen. The climb runs in its dtype (single precision is
     enough there, each block's sum added in double), the draws' weights in
-    double. Returns None where the curvature
+    double. Where the draws' ESS is below ``min_effective`` draws, more come
+    from the same t, each time as many as drawn so far (at most
+    ``max_draws`` in all), and the estimate is of them all. Returns None
+    where the curvature
     is not available or not positive definite, the log density is not
     finite, or (for a model not declared unimodal) the particles spread over
     more than one mode.
     """
-    found = importance_draws(model, particles, weights, store, n_draws, generator, start)
+    found = importance_draws(model, particles, weights, store, n_draws, generator, start,
+                             min_effective, max_draws)
     return None if found is None else found.estimate
 
 
-def importance_draws(model, particles, weights, store, n_draws, generator, start=None):
+def importance_draws(model, particles, weights, store, n_draws, generator, start=None,
+                     min_effective=0.0, max_draws=None):
     """The :class:`ImportanceDraws` of :func:`importance_log_evidence`, or None where it
     gives none."""
     dtype = _store_dtype(store)
@@ -135,9 +142,23 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
     if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
         return None
     theta, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
+    max_draws = n_draws if max_draws is None else max_draws
+    # Draws from one proposal are independent alike: the pool's weights give
+    # one estimate, whose ESS grows with it where the weights' variance is finite
+    # (the t's tails are heavier than the posterior's).
+    while (bool(torch.isfinite(log_w).all()) and log_w.shape[0] < max_draws
+           and _effective_draws(log_w) < min_effective):
+        more = _weighted_draws(model, mode, chol, maps, store,
+                               min(log_w.shape[0], max_draws - log_w.shape[0]), generator)
+        theta, log_w = torch.cat([theta, more[0]]), torch.cat([log_w, more[1]])
     if not bool(torch.isfinite(log_w).all()):
         return None
     return ImportanceDraws(_estimate(log_w, mode), theta, log_w)
+
+
+def _effective_draws(log_w):
+    """The ESS of log weights ``[n]``, in draws."""
+    return 1.0 / float(torch.softmax(log_w, 0).square().sum())
 
 
 def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
@@ -420,7 +441,7 @@ def _estimate(log_w, mode):
     ess = 1.0 / float(w.square().sum())
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
     return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws,
-                              mode)
+                              mode, n_draws)
 
 
 def _log_t_density(theta, mode, chol, maps):

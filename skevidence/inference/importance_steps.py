@@ -22,7 +22,8 @@ from . import control_variates, importance, mode_search, posterior_gap
 from .records import SearchCloud, SearchFound, segment_variance
 from .resampling import systematic_resample
 
-__all__ = ["FOLD_START", "MISSED_MODE_NATS", "fold_in_importance", "missed_mode_search_due",
+__all__ = ["FOLD_START", "MISSED_MODE_NATS", "inverse_variance_mean", "fold_in_importance",
+           "missed_mode_search_due",
            "move_to_missed_mode", "folds_weigh_the_cloud", "restart_from_draws"]
 
 # The importance-sampling folds (fold_in_importance): from this many warm-up
@@ -50,6 +51,13 @@ MISSED_MODE_NATS = math.log(10.0)
 # only where that comes within SCREEN_MARGIN nats of moving the cloud.
 SCREEN_DRAWS = 64
 SCREEN_MARGIN = 3.0
+
+
+def inverse_variance_mean(a, var_a, b, var_b):
+    """``(mean, variance)`` of independent estimates ``a`` and ``b`` of one quantity,
+    with variances ``var_a`` and ``var_b`` (not both 0), weighted by their inverse
+    variances: the unbiased combination of least variance."""
+    return (a * var_b + b * var_a) / (var_a + var_b), var_a * var_b / (var_a + var_b)
 
 
 def fold_in_importance(model, state, config, n_before):
@@ -99,8 +107,7 @@ def fold_in_importance(model, state, config, n_before):
         (running - estimate.log_evidence) ** 2 - state.fold_var - var_is - nominal),
                     fold_nominal=state.fold_nominal + nominal)
     var = state.fold_var + state.variance_inflation * nominal
-    combined = (running * var_is + estimate.log_evidence * var) / (var + var_is)
-    combined_var = var * var_is / (var + var_is)
+    combined, combined_var = inverse_variance_mean(running, var, estimate.log_evidence, var_is)
     # The open weight segment keeps its variance (it grows until the next
     # resampling closes it); the closed part takes the rest of the combination's.
     closed = max(combined_var - open_var, 0.0)
