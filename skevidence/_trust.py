@@ -152,7 +152,8 @@ class TrustDiagnosticsMixin:
         return searched.cloud
 
     def _importance_check(self, W):
-        """``(estimate, annealing's log evidence, its std)`` at this ``n_seen``, the
+        """``(estimate, annealing's log evidence, its std, the engine's fold_var)`` at
+        this ``n_seen``, the
         estimate from :func:`importance.importance_log_evidence` with
         IMPORTANCE_DRAWS draws, more where their ESS is short of
         IMPORTANCE_MIN_EFFECTIVE (None where it does not apply: a posterior
@@ -165,7 +166,8 @@ class TrustDiagnosticsMixin:
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
                 state.side_generator(0), start=state.fold_mode,
                 min_effective=IMPORTANCE_MIN_EFFECTIVE, max_draws=IMPORTANCE_MAX_DRAWS)
-        return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
+        return (estimate, float(state.debiased_log_evidence), float(state.log_evidence_std),
+                state.fold_var)
 
     def _missed_mode_check(self, W, live_log_p):
         """``(estimate, annealing's log evidence, its std)``, the estimate from
@@ -223,7 +225,7 @@ class TrustDiagnosticsMixin:
             return {"importance_log_evidence": math.nan, "importance_log_evidence_std": math.nan,
                     "importance_ess": math.nan, "importance_draws": 0,
                     "importance_z": math.nan}
-        _, annealed, std = check
+        _, annealed, std, _ = check
         return {"importance_log_evidence": estimate.log_evidence,
                 "importance_log_evidence_std": estimate.std,
                 "importance_ess": estimate.ess,
@@ -240,7 +242,12 @@ class TrustDiagnosticsMixin:
         A check made at fewer data (one per doubling of a stream fed in
         pieces) is carried forward: the combination then plus the annealing's
         increment since, whose variance (its variance now less its variance
-        then, as its segments' variances add) adds to the combination's.
+        then, as its segments' variances add) adds to the combination's. Where
+        the engine has since folded an importance estimate of its own into the
+        annealing's (``importance_steps.fold_in_importance``) or moved the
+        cloud to a missed mode, the estimate the check was combined with is
+        gone, the increment's error no longer independent of the
+        combination's: the annealing's estimate stands until the next check.
         Only the ``sgais`` method combines: the other methods are baselines
         whose own estimates the benchmarks compare. Elsewhere (no check,
         or one whose ESS is short) the annealing's estimate stands.
@@ -250,9 +257,9 @@ class TrustDiagnosticsMixin:
                     birge_ratio=math.nan)
         check = self._gap_checked[3]
         if (self.method != "sgais" or check is None or check[0] is None
-                or not _trustworthy(check[0])):
+                or not _trustworthy(check[0]) or check[3] != self._state.fold_var):
             return
-        estimate, annealed, std = check
+        estimate, annealed, std, _ = check
         mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
                                                       estimate.std)
         increment_var = max(std_now ** 2 - std ** 2, 0.0)
