@@ -49,11 +49,21 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         starts). It does not capture the sampler's bias: particles that
         lag the posterior (see ``diagnostics_``) or miss a mode give an
         error beyond it. Its calibration against exact evidences is on
-        :doc:`the benchmarks page </benchmarks>`. ``log_evidence_``
+        :doc:`the benchmarks page </benchmarks>`. The annealing's estimate
         includes half the importance-weight part of this variance (all of
-        ``log_evidence_std_**2 / 2`` with ``method="sgais"``, ``"ais"``,
-        ``"smc"`` and ``"sequential"``): the log of the unbiased estimate
-        of the evidence is low by that much on average.
+        it with ``method="sgais"``, ``"ais"``, ``"smc"`` and
+        ``"sequential"``): the log of the unbiased estimate of the evidence
+        is low by that much on average. With ``method="sgais"``, where the
+        importance-sampling check in ``diagnostics_`` has an error bar to
+        rely on (an ESS of at least 12.8 draws), ``log_evidence_`` and
+        ``log_evidence_std_`` are those of the two estimates combined: their
+        inverse-variance weighted mean, and its std times the Birge ratio
+        ``max(1, |difference| / sqrt(std_a**2 + std_b**2))``, which widens
+        it over a disagreement beyond their error bars; a check made at
+        fewer observations is carried forward with the annealing's
+        increments since. ``diagnostics_["annealing_log_evidence"]`` and
+        ``["annealing_log_evidence_std"]`` are the annealing's alone (the
+        last entries of ``evidence_trace_``).
     evidence_trace_ : dict of ndarray
         One entry per chunk: ``n_seen``, ``log_evidence``,
         ``n_annealing_steps``, ``ess`` (of the weights after the chunk),
@@ -81,9 +91,13 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         regression models, whose posteriors have one mode; NaN otherwise
         or with a bounded ``reservoir_size``) with its
         ``importance_log_evidence_std`` and ``importance_ess`` (as a
-        fraction of its 64 draws; below 0.2 it is not used) and
-        ``importance_z`` (``log_evidence_`` at that point minus it, in
-        combined standard deviations), ``missed_mode_log_evidence`` (for
+        fraction of its ``importance_draws``: 64, doubled up to 1024 until
+        their ESS reaches 12.8 draws; short of that it is not used) and
+        ``importance_z`` (the annealing's log evidence at that point minus
+        it, in combined standard deviations), ``annealing_log_evidence``
+        and ``annealing_log_evidence_std`` (the annealing's estimate alone)
+        with ``birge_ratio`` (of its combination with the check in
+        ``log_evidence_``; NaN where none was made), ``missed_mode_log_evidence`` (for
         :class:`~skevidence.EvidenceGMM`: the mass, by importance
         sampling, around the best posterior mode that a search from the
         data found above every particle; NaN where it found none) with
