@@ -44,10 +44,17 @@ def test_partial_fit_in_whole_chunks_equals_fit():
     streamed = EvidenceLinearRegression(random_state=7)
     for start in range(0, 3000, 1000):
         streamed.partial_fit(X[start : start + 1000], y[start : start + 1000])
-    assert streamed.log_evidence_ == full.log_evidence_
+    # The engine's numbers are one call's, bit for bit.
+    assert (streamed.diagnostics_["annealing_log_evidence"]
+            == full.diagnostics_["annealing_log_evidence"])
     np.testing.assert_array_equal(streamed.particles_, full.particles_)
     for key in full.evidence_trace_:
         np.testing.assert_array_equal(streamed.evidence_trace_[key], full.evidence_trace_[key])
+    # The reported ones combine them with the estimators' check, which the
+    # stream made at 2000 (carried forward), one call at 3000: within their
+    # error bars of each other.
+    assert abs(streamed.log_evidence_ - full.log_evidence_) \
+        < 2.0 * np.hypot(streamed.log_evidence_std_, full.log_evidence_std_)
 
 
 def test_same_random_state_same_numbers_and_different_state_different_numbers():
