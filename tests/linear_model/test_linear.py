@@ -79,7 +79,7 @@ def test_fitted_attributes_and_predictions():
     np.testing.assert_array_equal(trace["n_particles"], 128)
     assert trace["n_resamplings"].sum() == reg.diagnostics_["n_resamplings"]
     np.testing.assert_array_equal(trace["n_seen"], np.arange(500, 4001, 500))
-    assert trace["log_evidence"][-1] == reg.log_evidence_
+    assert trace["log_evidence"][-1] == reg.diagnostics_["annealing_log_evidence"]
     assert np.all(trace["n_annealing_steps"] >= 1)
     assert np.all((trace["ess"] > 0) & (trace["ess"] <= reg.n_particles + 1e-9))
     assert reg.coef_.shape == (5,) and isinstance(reg.intercept_, float)

@@ -203,8 +203,19 @@ def test_partial_fit_in_whole_chunks_equals_fit():
     streamed = EvidenceLogisticRegression(**settings)
     for start in range(0, 600, 200):
         streamed.partial_fit(X[start:start + 200], y[start:start + 200], classes=[0, 1, 2])
-    assert streamed.log_evidence_ == full.log_evidence_
+    # The engine's numbers are one call's, bit for bit.
+    assert (streamed.diagnostics_["annealing_log_evidence"]
+            == full.diagnostics_["annealing_log_evidence"])
     np.testing.assert_array_equal(streamed.particles_, full.particles_)
+    for key, value in full.evidence_trace_.items():
+        np.testing.assert_array_equal(streamed.evidence_trace_[key], value)
+    # The reported ones combine them with the estimators' check, which the
+    # stream made at 400 (carried forward with the annealing's increment
+    # since), one call at 600. With 16 particles that increment errs by 0.67
+    # nats, 3.7 of its std, which only the check at 600 sees: the two differ
+    # by 2.4 of their combined std (asserted within 3).
+    assert abs(streamed.log_evidence_ - full.log_evidence_) \
+        < 3.0 * np.hypot(streamed.log_evidence_std_, full.log_evidence_std_)
 
 
 def test_same_random_state_same_numbers_and_different_state_different_numbers():
