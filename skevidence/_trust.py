@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .inference import importance, importance_steps, mode_search, posterior_gap, sgais
 
-__all__ = ["TrustDiagnosticsMixin"]
+__all__ = ["TrustDiagnosticsMixin", "combined_estimate"]
 
 # Final ESS below this fraction of the particles: the islands' weights (or
 # one island's) have degenerated.
@@ -34,9 +34,11 @@ ESS_COLLAPSE = 0.05
 # understates the noise; clouds that are too wide are the gap's to catch.
 SPREAD_MARGIN = 0.2
 SPREAD_SE = 4.0
-# The importance-sampling check (inference/importance.py) speaks where its
-# ESS is at least this fraction of its draws (below, its own std, from a
-# dozen effective draws, is not to be relied on) and the two estimates differ
+# The importance-sampling check (inference/importance.py) has a std to rely
+# on where its ESS is at least this fraction of IMPORTANCE_DRAWS, a dozen
+# effective draws (IMPORTANCE_MIN_EFFECTIVE; fewer, and the std from their
+# weights says little of the error). It is then combined with the annealing's
+# estimate in log_evidence_, and warns where the two differ
 # by more than IMPORTANCE_Z combined standard deviations: the annealing's
 # errors follow its reported std (docs: benchmarks, The error bar), so a
 # healthy run crosses 4 about once in 16000.
@@ -250,7 +252,8 @@ class TrustDiagnosticsMixin:
         combination's: the annealing's estimate stands until the next check.
         Only the ``sgais`` method combines: the other methods are baselines
         whose own estimates the benchmarks compare. Elsewhere (no check,
-        or one whose ESS is short) the annealing's estimate stands.
+        one whose ESS is short, a value that is not finite) the annealing's
+        estimate stands.
         """
         annealed_now, std_now = self.log_evidence_, self.log_evidence_std_
         diag.update(annealing_log_evidence=annealed_now, annealing_log_evidence_std=std_now,
@@ -260,6 +263,9 @@ class TrustDiagnosticsMixin:
                 or not _trustworthy(check[0]) or check[3] != self._state.fold_var):
             return
         estimate, annealed, std, _ = check
+        if not all(map(math.isfinite, (annealed, std, estimate.log_evidence, estimate.std,
+                                       annealed_now, std_now))):
+            return
         mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
                                                       estimate.std)
         increment_var = max(std_now ** 2 - std ** 2, 0.0)
