@@ -336,7 +336,7 @@ def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch)
 
 def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
     # Passes over many rows go through the joint in cache-sized row blocks
-    # (CACHE_ELEMENTS); 16-row blocks must sum to what one block gives, for
+    # (base.BLOCK_ELEMENTS); 16-row blocks must sum to what one block gives, for
     # the log likelihood, its gradient (plain, prepared and single-precision
     # batches), the EM's steps and the spare weight.
     model = GaussianMixtureModel(2, 3, **PRIOR)
@@ -352,7 +352,7 @@ def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
                    torch.tensor(model.spare_weight(theta, weights, (X,)))])
 
     whole = evaluate()
-    monkeypatch.setattr(kernels, "CACHE_ELEMENTS", 7 * 3 * 16)
+    monkeypatch.setattr(base_module, "BLOCK_ELEMENTS", 7 * 3 * 16)
     assert len(kernels.row_slices(7, 3, 50, X.device)) == 4
     for i, (a, b) in enumerate(zip(evaluate(), whole)):
         # The single-precision batch's gradient (item 6) sums its moments in
