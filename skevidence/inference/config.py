@@ -262,7 +262,7 @@ default="covariance"
 
     @property
     def late_start(self):
-        """Observations after which the late phase starts (:data:`LATE_PHASE` warm-ups)."""
+        """Observations after which the late phase starts (``LATE_PHASE`` warm-ups)."""
         return LATE_PHASE * max(self.warmup_size, 1)
 
     def __post_init__(self):
