@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import torch
 
-from ..models.base import PreparedBatch, batch_size_of, cast_batch, take
+from ..models.batches import PreparedBatch, batch_size_of, cast_batch, take
 from .control_variates import past_term_gradient
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import torch
 
 from ._bits import LOG2_E, summed_log_normalizer_bits_
-from .base import block_elements, row_blocks
+from .batches import block_elements, row_blocks
 
 _LOG_2PI = math.log(2.0 * math.pi)
 # Rows a component explains at least, or it is empty: a light real one rarely dips below.

@@ -29,7 +29,8 @@ from . import _gmm_kernels as kernels
 from . import _gmm_modes, _labels
 from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
 from ._gmm_kernels import MixtureRows, Parts
-from .base import Model, PreparedBatch, stacked_terms
+from .base import Model
+from .batches import PreparedBatch, stacked_terms
 
 __all__ = ["GaussianMixtureModel"]
 

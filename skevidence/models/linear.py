@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from . import _linear_conjugate
-from .base import Model, PreparedBatch
+from .base import Model
+from .batches import PreparedBatch
 
 _LOG_2PI = math.log(2.0 * math.pi)
 

@@ -17,7 +17,7 @@ from skevidence.inference.importance import importance_log_evidence, within_reac
 from skevidence.inference.mode_search import missed_mode
 from skevidence.inference.posterior_gap import log_posterior_and_grad
 from skevidence.models import _gmm_modes
-from skevidence.models.base import row_blocks
+from skevidence.models.batches import row_blocks
 from tests.inference.test_importance import ONE, _three_clusters
 
 # The log evidence of EvidenceGMM(n_components=2)'s model on the digits of
