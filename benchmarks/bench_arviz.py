@@ -21,13 +21,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
+from skevidence.models._linear_conjugate import conjugate_update
 from _harness import arguments
 
 
 def exact_posterior(reg, X, y):
     """Exact posterior mean and sd of ``[coef, intercept]`` and exact LOO terms ``[n]``."""
     model = reg._model
-    Phi, r, L, m = model._conjugate_update((torch.tensor(X), torch.tensor(y)))
+    Phi, r, L, m = conjugate_update(model, (torch.tensor(X), torch.tensor(y)))
     n = y.shape[0]
     Ainv, Phi_n = torch.cholesky_inverse(L).numpy(), Phi.numpy()
     e = (r - Phi @ m).numpy()

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._config import torch_threads
 from .inference.resampling import systematic_resample
-from .models.base import cast_batch
+from .models.batches import cast_batch
 
 __all__ = ["feature_coords", "import_arviz", "to_inference_data"]
 

@@ -11,7 +11,6 @@ as :mod:`skevidence._streaming` streams them.
 """
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -22,6 +21,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 from tqdm import tqdm
 
+from ._csv_chunks import CLIError, chunks, numeric_target, read_header
 from ._format import error_bar_decimals
 from .exceptions import EvidenceTieWarning
 from .linear_model import EvidenceLinearRegression, EvidenceLogisticRegression
@@ -41,10 +41,6 @@ MODELS = {
 
 # The pipeline's name of --degree; the table calls it "degree".
 _DEGREE = "polynomialfeatures__degree"
-
-
-class CLIError(Exception):
-    """A user error, reported as one line on stderr with exit status 2."""
 
 
 def _parse_value(text):
@@ -113,86 +109,6 @@ def _user_name(name, pipeline):
     return "degree" if name == _DEGREE else name.partition("__")[2]
 
 
-def _read_header(path):
-    try:
-        with open(path, newline="") as f:
-            header = next(csv.reader(f), None)
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not header:
-        raise CLIError(f"{path} is empty: expected a header row of column names")
-    return [name.strip() for name in header]
-
-
-def _chunks(path, columns, target, chunk_size):
-    """Yield ``(X, y, lines)`` of at most ``chunk_size`` rows.
-
-    ``y`` is the target column as text (None without a target), ``lines``
-    the rows' line numbers in the file, for messages that name a row.
-    """
-    header = _read_header(path)
-    feature_idx = [header.index(c) for c in columns]
-    target_idx = None if target is None else header.index(target)
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        next(reader)
-        rows, lines = [], []
-        for row in reader:
-            if not row or all(not cell.strip() for cell in row):
-                continue  # blank line
-            if len(row) != len(header):
-                raise CLIError(f"{path}, line {reader.line_num}: {len(row)} fields, "
-                               f"expected {len(header)}")
-            rows.append(row)
-            lines.append(reader.line_num)
-            if len(rows) == chunk_size:
-                yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
-                rows, lines = [], []
-        if rows:
-            yield _to_arrays(rows, lines, header, feature_idx, target_idx, path)
-
-
-def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
-    """The chunk's features as floats, its target as text; ``lines``: the rows' line numbers."""
-    try:
-        X = np.array([[float(row[i]) for i in feature_idx] for row in rows], dtype=np.float64)
-    except ValueError:
-        raise CLIError(_not_a_number(rows, lines, header, feature_idx, target_idx, path)) from None
-    if not np.isfinite(X).all():
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        raise CLIError(f"{path}, line {lines[row]}, column {header[feature_idx[col]]!r}: "
-                       f"{rows[row][feature_idx[col]].strip()!r} is not finite; drop or impute "
-                       "the rows with missing or infinite values")
-    y = None if target_idx is None else np.array([row[target_idx].strip() for row in rows])
-    return X, y, lines
-
-
-def _not_a_number(rows, lines, header, feature_idx, target_idx, path):
-    """The message for the first feature cell of the chunk that is not a number.
-
-    It names the cell and suggests the fix that applies: an empty cell is a
-    missing value, to drop or impute; text in a column is a label column to
-    name with --target when none is named, else a column to encode or drop.
-    """
-    for row, line in zip(rows, lines):
-        for i in feature_idx:
-            try:
-                float(row[i])
-            except ValueError:
-                break
-        else:
-            continue
-        cell, where = row[i].strip(), f"{path}, line {line}, column {header[i]!r}"
-        if not cell:
-            return f"{where}: empty cell; drop or impute the rows with missing values"
-        if target_idx is None:
-            return (f"{where}: {cell!r} is not a number; if {header[i]!r} is the label "
-                    f"column, name it with --target {header[i]}")
-        return (f"{where}: {cell!r} is not a number; features must be numeric: encode "
-                f"the column as numbers or drop it")
-    raise AssertionError("a cell failed to convert but none was found")
-
-
 def _scan(path, columns, target, chunk_size, model=None, progress=False):
     """First pass: row count, the features' scaler (fitted chunk by chunk), sorted class labels.
 
@@ -201,10 +117,10 @@ def _scan(path, columns, target, chunk_size, model=None, progress=False):
     """
     scaler, classes = StandardScaler(), set()
     with tqdm(unit="rows", desc="scan", file=sys.stderr, disable=not progress) as bar:
-        for X, y, lines in _chunks(path, columns, target, chunk_size):
+        for X, y, lines in chunks(path, columns, target, chunk_size):
             scaler.partial_fit(X)
             if y is not None and model == "linear":
-                _numeric_target(y, lines, path, target)
+                numeric_target(y, lines, path, target)
             elif y is not None:
                 classes.update(y.tolist())
             bar.update(X.shape[0])
@@ -250,7 +166,7 @@ def compare(args):
     """
     grid = _parse_grid(args.grid)
     degrees = _parse_degrees(args.degree)
-    header = _read_header(args.data)
+    header = read_header(args.data)
     columns = _check_columns(args.data, header, args.model, args.target)
     if degrees is not None and args.model == "gmm":
         raise CLIError("--degree is for --model linear and logistic: a mixture's evidence "
@@ -268,8 +184,8 @@ def compare(args):
     search = EvidenceSearch(*_candidates(estimator, grid, degrees), n_jobs=args.n_jobs)
     seen = 0
     with tqdm(total=n, unit="rows", desc="fit", file=sys.stderr, disable=not show) as bar:
-        chunks = _chunks(args.data, columns, args.target, args.chunk_size)
-        for k, (X, y, lines) in enumerate(chunks, start=1):
+        rows = chunks(args.data, columns, args.target, args.chunk_size)
+        for k, (X, y, lines) in enumerate(rows, start=1):
             with warnings.catch_warnings():
                 if seen + X.shape[0] < n:
                     # A ranking before the last chunk is provisional: warn of
@@ -297,7 +213,7 @@ def _partial_fit(search, args, X, y, lines, classes):
     if args.model == "logistic":
         search.partial_fit(X, _class_labels(y, classes), classes=classes)
     elif args.model == "linear":
-        search.partial_fit(X, _numeric_target(y, lines, args.data, args.target))
+        search.partial_fit(X, numeric_target(y, lines, args.data, args.target))
     else:
         search.partial_fit(X)
 
@@ -326,35 +242,6 @@ def _check_classes(classes, n_rows, target):
             f"({n_rows / len(classes):.1f} rows per class, fewer than {MIN_ROWS_PER_CLASS}): "
             "a quantity, not class labels; use --model linear, or bin it into classes")
     warn_if_too_many_classes(n_rows, len(classes))
-
-
-def _numeric_target(y, lines, path, target):
-    """The target column of a chunk as floats; a cell that is not a finite number is named."""
-    numbers = np.full(len(y), np.nan)
-    for k, cell in enumerate(y):
-        try:
-            numbers[k] = float(cell)
-        except ValueError:
-            break
-    bad = np.flatnonzero(~np.isfinite(numbers))
-    if bad.size:
-        k = bad[0]
-        cell, where = str(y[k]), f"{path}, line {lines[k]}, column {target!r}"
-        if not cell:
-            raise CLIError(f"{where}: empty cell; drop or impute the rows with a missing target")
-        if _is_number(cell):  # "inf", "nan"
-            raise CLIError(f"{where}: {cell!r} is not finite; drop or impute those rows")
-        raise CLIError(f"{where}: {cell!r} is not numeric; --model linear needs a numeric "
-                       "target (for class labels: --model logistic)")
-    return numbers
-
-
-def _is_number(text):
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _table(search, n):

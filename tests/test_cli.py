@@ -275,10 +275,10 @@ def test_degree_grid_ranks_as_the_streamed_search(quadratic_csv, capsys):
 def test_the_file_is_parsed_one_chunk_at_a_time(quadratic_csv, capsys, monkeypatch):
     # Bounded memory: no more than one chunk's rows are parsed at a time,
     # and the fit pass fits each chunk before the next is read.
-    from skevidence import _cli
+    from skevidence import _cli, _csv_chunks
 
     events = []
-    to_arrays, partial_fit = _cli._to_arrays, _cli._partial_fit
+    to_arrays, partial_fit = _csv_chunks._to_arrays, _cli._partial_fit
 
     def counting_to_arrays(rows, *args):
         events.append(("parse", len(rows)))
@@ -288,7 +288,7 @@ def test_the_file_is_parsed_one_chunk_at_a_time(quadratic_csv, capsys, monkeypat
         events.append(("fit", X.shape[0]))
         return partial_fit(search, args, X, *rest)
 
-    monkeypatch.setattr(_cli, "_to_arrays", counting_to_arrays)
+    monkeypatch.setattr(_csv_chunks, "_to_arrays", counting_to_arrays)
     monkeypatch.setattr(_cli, "_partial_fit", counting_partial_fit)
     assert main(["compare", str(quadratic_csv), "--model", "linear", "--target", "y",
                  "--chunk-size", str(STREAM_CHUNK), "--degree", "1,2", "--every", "5",

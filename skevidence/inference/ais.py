@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of
+from ..models.batches import batch_size_of
 from . import sgais
 from .engine import Engine
 from .reservoir import Reservoir

@@ -7,7 +7,13 @@ import numpy as np
 from sklearn.utils._param_validation import (Interval, StrOptions,
                                              validate_parameter_constraints)
 
-__all__ = ["SGAISConfig", "CONSTRAINTS", "Number"]
+__all__ = ["SGAISConfig", "CONSTRAINTS", "Number", "LATE_PHASE"]
+
+# The late phase starts at this many warm-up lengths of data: the posterior is
+# near Gaussian there, so the importance-sampling folds start and
+# ``late_burnin_factor`` scales the SGHMC steps (fewer steps any earlier, while
+# a mixture's posterior is still far from Gaussian, raise the evidence's error).
+LATE_PHASE = 4
 
 
 class Number(Interval):
@@ -253,6 +259,11 @@ default="covariance"
     chunk_growth: float = 0.0
     fold_importance: bool = True
     late_burnin_factor: float = 1.0
+
+    @property
+    def late_start(self):
+        """Observations after which the late phase starts (``LATE_PHASE`` warm-ups)."""
+        return LATE_PHASE * max(self.warmup_size, 1)
 
     def __post_init__(self):
         validate_parameter_constraints(

@@ -38,14 +38,14 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from ..models.base import batch_size_of, cast_batch, row_blocks, take
+from ..models.batches import batch_size_of, cast_batch, row_blocks, take
 from .relabelling import aligned, nearest_relabelling
 
 __all__ = ["ControlVariate", "refresh_reference", "reference_at_particles", "full_gradient_sum",
            "blockwise_sum", "posterior_precision", "rounded_gradient", "past_term_gradient"]
 
 # Most rows of past data per block when summing gradients over the whole
-# store at one or two references (more references: models.base.row_blocks).
+# store at one or two references (more references: models.batches.row_blocks).
 _MAX_BLOCK_ROWS = 1 << 15
 # Particles at which a second-order control variate checks its linear term.
 _N_PROBES = 4

@@ -30,7 +30,8 @@ from typing import NamedTuple
 
 import torch
 
-from ..models.base import batch_size_of, cast_batch, has_fisher_information, row_blocks, take
+from ..models.base import has_fisher_information
+from ..models.batches import batch_size_of, cast_batch, row_blocks, take
 from . import relabelling
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad

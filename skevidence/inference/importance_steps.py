@@ -22,15 +22,14 @@ from . import control_variates, importance, mode_search, posterior_gap
 from .records import SearchCloud, SearchFound, segment_variance
 from .resampling import systematic_resample
 
-__all__ = ["FOLD_START", "MISSED_MODE_NATS", "inverse_variance_mean", "fold_in_importance",
+__all__ = ["MISSED_MODE_NATS", "inverse_variance_mean", "fold_in_importance",
            "missed_mode_search_due",
            "move_to_missed_mode", "folds_weigh_the_cloud", "restart_from_draws"]
 
-# The importance-sampling folds (fold_in_importance): from this many warm-up
-# lengths on (past the warm-up), with this many draws (enough for a std of a
-# tenth of a nat where its ESS is half of them), and where its ESS is at least
-# this share of them.
-FOLD_START = 4
+# The importance-sampling folds (fold_in_importance): from the late phase on
+# (config.late_start, past the warm-up), with this many draws (enough for a std
+# of a tenth of a nat where its ESS is half of them), and where its ESS is at
+# least this share of them.
 FOLD_DRAWS = 128
 FOLD_MIN_ESS = 0.2
 # move_to_missed_mode: the draws around a mode the particles missed, several
@@ -67,7 +66,7 @@ def fold_in_importance(model, state, config, n_before):
     Where ``config.fold_importance`` is on, the model's posterior has one
     mode (up to relabellings: :func:`importance.applies`) and the store
     holds every observation: each time the data seen pass a point of
-    ``FOLD_START * warmup_size * 2^k``, the estimate of
+    ``config.late_start * 2^k``, the estimate of
     :func:`importance.importance_log_evidence` (whose error does not grow
     with the data, unlike the annealing's) and the running one are averaged
     with inverse-variance weights, and the state's variance becomes
@@ -191,7 +190,7 @@ def _cloud_for_the_checks(model, state, W, store):
 def folds_weigh_the_cloud(model, state, config):
     """Whether the folds weigh the mode the particles hold from here on
     (:func:`fold_in_importance`): the search then leaves it unweighed."""
-    return importance.applies(model) and state.n_seen >= FOLD_START * max(config.warmup_size, 1)
+    return importance.applies(model) and state.n_seen >= config.late_start
 
 
 def restart_from_draws(model, state, estimate, draws, log_w, generator):
@@ -211,8 +210,8 @@ def restart_from_draws(model, state, estimate, draws, log_w, generator):
 
 
 def _folds_between(n_before, n_after, config):
-    """Whether ``(n_before, n_after]`` holds a point of ``FOLD_START * warmup_size * 2^k``."""
-    start = FOLD_START * max(config.warmup_size, 1)
+    """Whether ``(n_before, n_after]`` holds a point of ``config.late_start * 2^k``."""
+    start = config.late_start
     if n_after < start:
         return False
     if n_before < start:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks
+from ..models.batches import batch_size_of, row_blocks
 from .importance import ImportanceEstimate, importance_at, within_reach
 from .posterior_gap import log_posterior
 

@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import torch
 
-from ..models.base import PreparedBatch, batch_size_of, cast_batch, take
+from ..models.batches import PreparedBatch, batch_size_of, cast_batch, take
 from .control_variates import past_term_gradient
 from .kernels import baoab, ghmc, sghmc
 from .preconditioning import in_preconditioned_coordinates, uses_curvature
 from .records import MoveResult
 
-__all__ = ["EXACT_ACCEPTANCE", "LATE_START", "moves_per_step", "sghmc_steps", "sghmc_move",
+__all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_steps", "sghmc_move",
            "exact_move", "moves_exactly", "minibatch_size_for", "chunk_gradient",
            "sampled_chunk", "with_chunk_term", "chunk_minibatch_size"]
 
@@ -32,13 +32,6 @@ EXACT_ACCEPTANCE = 0.8
 # Linear regression's moves over summary statistics cost little a step, and
 # stopping them early biases its evidence upwards, so they take every step.
 SETTLE_CHANGE = 0.05
-
-# The late phase, where ``late_burnin_factor`` scales the SGHMC steps, starts
-# at this many times ``warmup_size`` observations: the posterior is near
-# Gaussian there (the importance folds start there too, importance_steps.FOLD_START).
-# Fewer steps any earlier, while a mixture's posterior is still far from
-# Gaussian, raise the evidence's error (docs: benchmarks, Gaussian mixture).
-LATE_START = 4
 
 # Mini-batch sizes of ``minibatch_size="auto"`` (rows of past data): with a
 # first-order control variate, and with the second order, whose noise is
@@ -70,8 +63,8 @@ def moves_per_step(state, config):
 
 def sghmc_steps(state, config):
     """Steps of an SGHMC move: :func:`moves_per_step`, scaled by ``late_burnin_factor``
-    (at least one) once ``LATE_START * warmup_size`` observations are seen."""
-    if state.n_seen < LATE_START * config.warmup_size:
+    (at least one) in the late phase (``config.late_start``)."""
+    if state.n_seen < config.late_start:
         return moves_per_step(state, config)
     return max(1, round(config.late_burnin_factor * config.n_burnin))
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from ..models.base import batch_size_of
+from ..models.batches import batch_size_of
 from . import islands
 from .engine import Engine
 from .kernels import covariance_preconditioner

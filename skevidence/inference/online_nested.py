@@ -12,7 +12,7 @@ cost grows quadratically with the data (:ref:`methods`).
 
 from dataclasses import replace
 
-from ..models.base import batch_size_of
+from ..models.batches import batch_size_of
 from . import nested, sgais
 from .ais import init  # prior draws, as AIS: no control variate, the moves are exact
 from .engine import Engine

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.base import batch_size_of, row_blocks
+from ..models.batches import batch_size_of, row_blocks
 
 __all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
            "cloud_on_posterior", "log_posterior_and_grad", "log_posterior"]

@@ -3,7 +3,8 @@
 
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, has_relabellings, take
+from ..models.base import has_fisher_information, has_relabellings
+from ..models.batches import batch_size_of, take
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
                       precision_preconditioner)
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of
+from ..models.batches import batch_size_of
 from . import sgais
 from .engine import Engine
 from .records import close_weight_segment

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import torch
 
-from ..models.base import batch_size_of
+from ..models.batches import batch_size_of
 from . import nested, sequential, sgais
 from .engine import Engine
 

@@ -42,7 +42,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..models.base import batch_size_of, has_fisher_information, row_blocks
+from ..models.base import has_fisher_information
+from ..models.batches import batch_size_of, row_blocks
 from . import importance, islands
 from .annealing import ess, log_normalize, next_increment
 from .config import SGAISConfig

@@ -9,11 +9,9 @@ from typing import NamedTuple
 import torch
 
 from ._bits import LOG2_E, summed_log_normalizer_bits_
-from .base import block_elements, row_blocks
+from .batches import block_elements, row_blocks
 
 _LOG_2PI = math.log(2.0 * math.pi)
-# Entries of the [points, K, rows] joint per block on the CPU: more spill from the cache.
-CACHE_ELEMENTS = 1 << 19
 # Rows a component explains at least, or it is empty: a light real one rarely dips below.
 EMPTY_COUNT = 0.1
 
@@ -55,10 +53,8 @@ def joint_features(X):
 
 def row_slices(n_points, n_components, n_rows, device):
     """Slices of ``n_rows`` rows whose ``[n_points, n_components, rows]`` joint holds at
-    most ``CACHE_ELEMENTS`` entries on the CPU (one row at least), at most
-    :func:`~.base.block_elements` on another device."""
-    limit = CACHE_ELEMENTS if torch.device(device).type == "cpu" else block_elements(device)
-    step = max(1, limit // max(n_points * n_components, 1))
+    most :func:`~.base.block_elements` entries (one row at least)."""
+    step = max(1, block_elements(device) // max(n_points * n_components, 1))
     return [slice(start, start + step) for start in range(0, max(n_rows, 1), step)]
 
 

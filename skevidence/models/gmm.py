@@ -29,7 +29,8 @@ from . import _gmm_kernels as kernels
 from . import _gmm_modes, _labels
 from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
 from ._gmm_kernels import MixtureRows, Parts
-from .base import Model, PreparedBatch, stacked_terms
+from .base import Model
+from .batches import PreparedBatch, stacked_terms
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -107,7 +108,7 @@ class GaussianMixtureModel(Model):
         return torch.log_softmax(full, dim=1)
 
     def unpack(self, theta):
-        """The :class:`MixtureParameters` of ``theta [M, d]``."""
+        """The ``MixtureParameters`` of ``theta [M, d]``."""
         logits, means, log_var = self._split(theta)
         return MixtureParameters(self._log_weights(logits), means, log_var.exp())
 
@@ -134,7 +135,7 @@ class GaussianMixtureModel(Model):
 
     def mode_candidates(self, theta, rows, generator):
         """Each component moved in turn to a few data points, and fresh starts; MAP-EM
-        (:func:`._gmm_modes.mode_candidates`)."""
+        (``_gmm_modes.mode_candidates``)."""
         return _gmm_modes.mode_candidates(self, theta, rows, generator)
 
     # -- prior -----------------------------------------------------------------------
@@ -203,7 +204,7 @@ class GaussianMixtureModel(Model):
     # -- likelihood ------------------------------------------------------------------
 
     def prepare_batch(self, batch):
-        """The batch with its features ``[x^2, x, 1]`` (:class:`._gmm_kernels.MixtureRows`)."""
+        """The batch with its features ``[x^2, x, 1]`` (``_gmm_kernels.MixtureRows``)."""
         return PreparedBatch(batch, MixtureRows(kernels.joint_features(batch[0])))
 
     def prepare_move_batch(self, batch):
@@ -220,7 +221,7 @@ class GaussianMixtureModel(Model):
 
     def component_log_joint(self, theta, X, scale=1.0):
         """``scale (log w_k + log N(x_b | mean_k, diag var_k))``, ``[M, K, B]``
-        (:func:`._gmm_kernels.log_joint`)."""
+        (``_gmm_kernels.log_joint``)."""
         return kernels.log_joint(self.parts(theta), kernels.joint_features(X), scale)
 
     def log_likelihood(self, theta, batch):
@@ -239,12 +240,12 @@ class GaussianMixtureModel(Model):
 
     def spare_weight(self, theta, weights, store):
         """The weight of the particles with a component that explains less than a tenth
-        of a stored observation (:func:`._gmm_kernels.spare_weight`), ``float``."""
+        of a stored observation (``_gmm_kernels.spare_weight``), ``float``."""
         return kernels.spare_weight(self.parts, self.n_components, theta, weights, store)
 
     def grad_log_likelihood(self, theta, batch):
         """Responsibility-weighted sums of the per-component gradients
-        (:func:`._gmm_kernels.gradient`)."""
+        (``_gmm_kernels.gradient``)."""
         return self.log_likelihood_and_grad(theta, batch)[1]
 
     def log_likelihood_and_grad(self, theta, batch):
@@ -270,7 +271,7 @@ class GaussianMixtureModel(Model):
 
     def fisher_information(self, theta, batch):
         """Observed information of the batch at one ``theta [d]``, ``[d, d]``: minus its
-        Hessian (:func:`._gmm_kernels.information`). Not the expected information,
+        Hessian (``_gmm_kernels.information``). Not the expected information,
         so that a control variate's linear term matches each row's change of
         gradient; it need not be positive definite away from a mode."""
         return kernels.information(self.parts(theta[None]), batch[0].to(theta.dtype))
@@ -315,7 +316,7 @@ class GaussianMixtureModel(Model):
         """:meth:`posterior_scale` shared by the particles up to the labelling of the components.
 
         Each live particle's components are matched to those of the first
-        (:func:`._labels.match_labels`), the information of each matched
+        (``_labels.match_labels``), the information of each matched
         component is averaged over them in log space (a geometric mean),
         and each particle gets the average in its own labelling. The scale
         then follows the component, not the particle's position: a scale

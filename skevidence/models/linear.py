@@ -1,12 +1,13 @@
 """Bayesian linear regression, known or unknown noise (paper, Appendix B.1)."""
 
-import dataclasses
 import math
 
 import numpy as np
 import torch
 
-from .base import Model, PreparedBatch
+from . import _linear_conjugate
+from .base import Model
+from .batches import PreparedBatch
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -268,7 +269,7 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(H, Phi.T @ y_unit)
         r0 = y_unit - Phi @ z0
         rr = r0 @ r0
-        return PreparedBatch(batch, self._stats(G, Phi.T @ r0, rr, z0, X.shape[0], H))
+        return PreparedBatch(batch, _linear_conjugate.gram_stats(self, G, Phi.T @ r0, rr, z0, X.shape[0], H))
 
     def summarize(self, batch):
         """``Phi'Phi``, ``Phi'y'``, ``y''y'`` and the count, in the sampler's units (float64)."""
@@ -290,7 +291,7 @@ class LinearRegressionModel(Model):
         z0 = torch.linalg.solve(H, u)
         G_z0 = G @ z0
         rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
-        return PreparedBatch((), self._stats(G, u - G_z0, rr, z0, float(summary["n"]), H))
+        return PreparedBatch((), _linear_conjugate.gram_stats(self, G, u - G_z0, rr, z0, float(summary["n"]), H))
 
     def _prior_precision_matrix(self, like):
         """``diag(1 / g^2)``, ``[n_coef, n_coef]`` in ``like``'s dtype and device."""
@@ -298,12 +299,6 @@ class LinearRegressionModel(Model):
         if self._g2 is not None:
             return eye / self._g2
         return torch.diag(1.0 / self._var(like))
-
-    def _stats(self, G, b, rr, z0, n, H):
-        """The :class:`_GramStats`, with the sum of squares at the joint's minimum,
-        ``rr + z0' diag(1 / g^2) z0``."""
-        prior_sq = (z0 @ z0) / self._g2 if self._g2 is not None else self._scaled_sq(z0)
-        return _GramStats(G, b, rr, z0, n, H, rr + prior_sq)
 
     def log_joint_and_grad(self, theta, batch, weight=1.0):
         """The log prior plus the log-likelihood, as one quadratic form in ``theta``.
@@ -433,18 +428,7 @@ class LinearRegressionModel(Model):
             noise = (0.5 * self._scaled_sq(theta[:c]) + self.noise_prior_shape) * inv
         return torch.diag(torch.cat([coef, noise[None]]))
 
-    # -- closed forms ---------------------------------------------------------
-
-    def _conjugate_update(self, batch, weights=None):
-        """Design, centred targets and the Cholesky factor of the posterior precision."""
-        X, y = (t.to(torch.float64) for t in batch)
-        Phi = self._design(X)
-        r = y - Phi @ self._prior_mean(Phi)
-        Phi_w = Phi if weights is None else Phi * torch.as_tensor(
-            weights, dtype=torch.float64, device=Phi.device).reshape(-1, 1)
-        L = torch.linalg.cholesky(self._prior_precision_matrix(Phi) + Phi_w.T @ Phi)
-        m = torch.cholesky_solve((Phi_w.T @ r).reshape(-1, 1), L).reshape(-1)
-        return Phi, r, L, m
+    # -- closed forms (models/_linear_conjugate.py) ------------------------------
 
     def posterior(self, batch, weights=None):
         """Gaussian posterior ``(mean, covariance)`` of ``theta`` given ``batch`` (known noise).
@@ -454,55 +438,9 @@ class LinearRegressionModel(Model):
         likelihood terms, so ``posterior(C, weights=lam)`` is the annealed
         target.
         """
-        if self.unknown_noise:
-            raise NotImplementedError("posterior() is for the known-noise model")
-        _, _, L, m = self._conjugate_update(batch, weights)
-        return m / self.noise_std, torch.cholesky_inverse(L)
+        return _linear_conjugate.posterior(self, batch, weights)
 
     def exact_log_evidence(self, batch):
-        """Closed-form ``log p(y | X)`` in O(N d^2), float64.
-
-        With ``r = y - Phi mu``, ``D = diag(g^2)`` and ``A = D^{-1} + Phi^T
-        Phi``, the matrix determinant lemma gives ``log det(I + Phi D
-        Phi^T) = log det D + log det A`` and Woodbury's identity ``r^T (I +
-        Phi D Phi^T)^{-1} r = |r - Phi m|^2 + m^T D^{-1} m`` with ``m =
-        A^{-1} Phi^T r`` (the residual form avoids the cancellation of ``r^T
-        r - r^T Phi m``). Known noise: ``y ~ N(Phi mu, sigma^2 (I + Phi D
-        Phi^T))``; unknown noise integrates ``sigma^2 ~ InvGamma(a, a s^2)``
-        out, a multivariate t with ``2 a`` degrees of freedom. No ``N x N``
-        matrix is formed.
-        """
-        Phi, r, L, m = self._conjugate_update(batch)
-        n, d = Phi.shape
-        if self._g2 is not None:
-            logdet = d * math.log(self._g2) + 2.0 * torch.log(torch.diagonal(L)).sum()
-            quad = (r - Phi @ m).square().sum() + m.square().sum() / self._g2
-        else:
-            logdet = self._log_det_g2 + 2.0 * torch.log(torch.diagonal(L)).sum()
-            quad = (r - Phi @ m).square().sum() + self._scaled_sq(m)
-        if not self.unknown_noise:
-            s2 = self.noise_std**2
-            return float(-0.5 * (n * (_LOG_2PI + math.log(s2)) + logdet + quad / s2))
-        a = self.noise_prior_shape
-        b0 = a * self.noise_prior_scale**2
-        a_n, b_n = a + 0.5 * n, b0 + 0.5 * quad
-        return float(-0.5 * n * math.log(2.0 * math.pi) - 0.5 * logdet
-                     + a * math.log(b0) - a_n * torch.log(b_n)
-                     + math.lgamma(a_n) - math.lgamma(a))
-
-
-@dataclasses.dataclass
-class _GramStats:
-    """A prepared batch's statistics in the sampler's units (``prepare_batch``)."""
-
-    G: torch.Tensor
-    b: torch.Tensor
-    rr: torch.Tensor
-    z0: torch.Tensor
-    n: float
-    H: torch.Tensor
-    joint_min: torch.Tensor
-
-    def to(self, dtype):
-        """The statistics with every tensor in ``dtype``."""
-        return _GramStats(*(v.to(dtype) if torch.is_tensor(v) else v for v in vars(self).values()))
+        """Closed-form ``log p(y | X)`` in O(N d^2), float64
+        (``_linear_conjugate.exact_log_evidence``)."""
+        return _linear_conjugate.exact_log_evidence(self, batch)

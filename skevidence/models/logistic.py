@@ -7,7 +7,8 @@ import torch
 
 from ._bits import (LN_2, LOG2_E, log_normalizer_bits_, softmax_bits_,
                     summed_log_normalizer_bits_)
-from .base import GaussianPriorModel, PreparedBatch, stacked_terms
+from .base import GaussianPriorModel
+from .batches import PreparedBatch, stacked_terms
 
 __all__ = ["LogisticRegressionModel"]
 

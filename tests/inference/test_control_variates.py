@@ -10,7 +10,7 @@ from skevidence.inference import control_variates
 from skevidence.inference.control_variates import ControlVariate, full_gradient_sum
 from skevidence.inference.relabelling import aligned
 from skevidence.models import GaussianMixtureModel, LogisticRegressionModel
-from skevidence.models.base import take
+from skevidence.models.batches import take
 from tests.conftest import gaussian_blobs, single_precision_sum_bound
 
 

@@ -17,7 +17,7 @@ from skevidence.inference.importance import importance_log_evidence, within_reac
 from skevidence.inference.mode_search import missed_mode
 from skevidence.inference.posterior_gap import log_posterior_and_grad
 from skevidence.models import _gmm_modes
-from skevidence.models.base import row_blocks
+from skevidence.models.batches import row_blocks
 from tests.inference.test_importance import ONE, _three_clusters
 
 # The log evidence of EvidenceGMM(n_components=2)'s model on the digits of
@@ -90,8 +90,8 @@ def test_past_the_first_fold_the_search_leaves_the_clouds_own_mode_unweighed():
     # A trapped cloud's missed mode is out of its reach: still weighed.
     trapped, W = _cloud(_trapped(model, X), 0)
     assert missed_mode(model, trapped, W, store, 64, gen, leave_cloud_mode=True) is not None
-    state = SimpleNamespace(n_seen=importance_steps.FOLD_START * 1000 - 1)
     config = sgais.SGAISConfig(warmup_size=1000)
+    state = SimpleNamespace(n_seen=config.late_start - 1)
     assert not importance_steps.folds_weigh_the_cloud(model, state, config)
     state.n_seen += 1
     assert importance_steps.folds_weigh_the_cloud(model, state, config)

@@ -8,7 +8,7 @@ import torch
 from skevidence.inference.posterior_gap import (cloud_on_posterior, log_posterior_and_grad,
                                                  maximize, posterior_gap, spread_ratio)
 from skevidence.models import Model
-from skevidence.models.base import row_blocks
+from skevidence.models.batches import row_blocks
 from tests.inference.test_importance import _three_clusters
 
 

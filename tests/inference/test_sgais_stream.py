@@ -132,7 +132,7 @@ def test_the_chunk_term_is_subsampled_with_the_second_order_and_exact_without():
 
 def test_late_burnin_factor_scales_the_sghmc_steps_of_the_late_phase():
     config = sgais.SGAISConfig(n_burnin=20, late_burnin_factor=0.5)
-    late = moves.LATE_START * config.warmup_size
+    late = config.late_start
 
     def steps(n_seen):
         return moves.sghmc_steps(SimpleNamespace(n_seen=n_seen), config)

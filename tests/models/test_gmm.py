@@ -8,10 +8,10 @@ import torch
 from scipy import integrate, stats
 
 from skevidence.models import GaussianMixtureModel, Model
-from skevidence.models import base as base_module
+from skevidence.models import batches as batches_module
 from skevidence.models import _gmm_kernels as kernels
 from skevidence.models import _gmm_modes, _labels
-from skevidence.models.base import row_blocks
+from skevidence.models.batches import row_blocks
 from tests.conftest import gaussian_blobs
 
 PRIOR = dict(weight_concentration=1.5, variance_shape=2.0, variance_scale=0.7,
@@ -325,7 +325,7 @@ def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch)
     monkeypatch.setattr(kernels, "summed_over_rows", lambda parts, rows: (
         rows_seen.append(parts.means.shape[0] * rows.features.shape[0])
         or summed(parts, rows)))
-    monkeypatch.setattr(base_module, "BLOCK_ELEMENTS", 3 * 50)  # 50-row blocks
+    monkeypatch.setattr(batches_module, "BLOCK_ELEMENTS", 3 * 50)  # 50-row blocks
     assert model.spare_weight(theta, weights, (X,)) == whole
     # The first particle leaves after one block; the third's component at 7
     # explains 0.33 of a row in all, reaching EMPTY_COUNT after a few blocks;
@@ -336,7 +336,7 @@ def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch)
 
 def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
     # Passes over many rows go through the joint in cache-sized row blocks
-    # (CACHE_ELEMENTS); 16-row blocks must sum to what one block gives, for
+    # (batches.BLOCK_ELEMENTS); 16-row blocks must sum to what one block gives, for
     # the log likelihood, its gradient (plain, prepared and single-precision
     # batches), the EM's steps and the spare weight.
     model = GaussianMixtureModel(2, 3, **PRIOR)
@@ -352,7 +352,7 @@ def test_row_blocks_give_the_sums_of_one_block(monkeypatch):
                    torch.tensor(model.spare_weight(theta, weights, (X,)))])
 
     whole = evaluate()
-    monkeypatch.setattr(kernels, "CACHE_ELEMENTS", 7 * 3 * 16)
+    monkeypatch.setattr(batches_module, "BLOCK_ELEMENTS", 7 * 3 * 16)
     assert len(kernels.row_slices(7, 3, 50, X.device)) == 4
     for i, (a, b) in enumerate(zip(evaluate(), whole)):
         # The single-precision batch's gradient (item 6) sums its moments in
