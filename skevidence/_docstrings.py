@@ -55,7 +55,7 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         ``"sequential"``): the log of the unbiased estimate of the evidence
         is low by that much on average. With ``method="sgais"``, where the
         importance-sampling check in ``diagnostics_`` has an error bar to
-        rely on (an ESS of at least 12.8 draws), ``log_evidence_`` and
+        rely on (an ESS of at least a fifth of 256 draws), ``log_evidence_`` and
         ``log_evidence_std_`` are those of the two estimates combined: their
         inverse-variance weighted mean, and its std times the Birge ratio
         ``max(1, |difference| / sqrt(std_a**2 + std_b**2))``, which widens
@@ -91,8 +91,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         regression models, whose posteriors have one mode; NaN otherwise
         or with a bounded ``reservoir_size``) with its
         ``importance_log_evidence_std`` and ``importance_ess`` (as a
-        fraction of its ``importance_draws``: 64, doubled up to 1024 until
-        their ESS reaches 12.8 draws; short of that it is not used) and
+        fraction of its ``importance_draws``: 256, doubled up to 1024 until
+        their ESS reaches a fifth of 256; short of that it is not used) and
         ``importance_z`` (the annealing's log evidence at that point minus
         it, in combined standard deviations), ``annealing_log_evidence``
         and ``annealing_log_evidence_std`` (the annealing's estimate alone)

@@ -35,8 +35,8 @@ ESS_COLLAPSE = 0.05
 SPREAD_MARGIN = 0.2
 SPREAD_SE = 4.0
 # The importance-sampling check (inference/importance.py) has a std to rely
-# on where its ESS is at least this fraction of IMPORTANCE_DRAWS, a dozen
-# effective draws (IMPORTANCE_MIN_EFFECTIVE; fewer, and the std from their
+# on where its ESS is at least this fraction of IMPORTANCE_DRAWS
+# (IMPORTANCE_MIN_EFFECTIVE effective draws; fewer, and the std from their
 # weights says little of the error). It is then combined with the annealing's
 # estimate in log_evidence_, and warns where the two differ
 # by more than IMPORTANCE_Z combined standard deviations: the annealing's
@@ -44,16 +44,16 @@ SPREAD_SE = 4.0
 # healthy run crosses 4 about once in 16000.
 IMPORTANCE_MIN_ESS = 0.2
 IMPORTANCE_Z = 4.0
-# Its draws: with an ESS of half of them its std is about a tenth of a nat,
-# below the annealing's once the data are many, at the cost of a pass over
-# the store for 64 particles. Where their ESS falls short of
+# Its draws: enough that the std the draws give of their own estimate can be
+# relied on once it is combined with the annealing's (from a few dozen
+# effective draws that std understates the error, and the combined error bar
+# with it: docs: benchmarks, The error bar), at the cost of a pass over the
+# store for two default clouds of particles. Where their ESS falls short of
 # IMPORTANCE_MIN_ESS of them (heavy-tailed residuals make the t at the mode
 # a looser fit), the check draws again from the same t, doubling its draws
-# until their ESS reaches that many, at most IMPORTANCE_MAX_DRAWS in all: a
-# pass over the store for 1024 draws, the cost of eight passes of the
-# default 128 particles, spent only where the first 64 fall short.
-IMPORTANCE_DRAWS = 64
-IMPORTANCE_MAX_DRAWS = 16 * IMPORTANCE_DRAWS
+# until their ESS reaches that many, at most IMPORTANCE_MAX_DRAWS in all.
+IMPORTANCE_DRAWS = 256
+IMPORTANCE_MAX_DRAWS = 4 * IMPORTANCE_DRAWS
 IMPORTANCE_MIN_EFFECTIVE = IMPORTANCE_MIN_ESS * IMPORTANCE_DRAWS
 # The least variance either estimate is given in their combination (that of
 # the engine's folds): a check whose draws carry equal weights reports 0.
