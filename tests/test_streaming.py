@@ -285,14 +285,19 @@ def test_dask_array_blocks_stream_on_a_local_cluster():
         for X_block, y_block in zip(X_blocks, y_blocks):
             model = dask.delayed(_partial_fit_task)(model, X_block, y_block)
         est = model.compute()
-    assert est.n_samples_seen_ == 20000
+    _assert_the_loops_numbers(est, X, y)
+
+
+def _assert_the_loops_numbers(est, X, y, block=2000):
+    """A stream fed through dask in ``block``-row blocks: within 4 std of the exact
+    evidence, and the numbers of feeding the blocks to ``partial_fit`` in a loop
+    (the stream's order and the estimator's seeded state travel with the model)."""
+    assert est.n_samples_seen_ == len(y)
     exact = est.exact_log_evidence(X, y)
     assert abs(est.log_evidence_ - exact) < 4 * est.log_evidence_std_
-    # The same numbers as feeding the blocks in a loop: the stream's order
-    # and the estimator's seeded state travel with the model.
     ref = EvidenceLinearRegression(random_state=0)
-    for start in range(0, 20000, 2000):
-        ref.partial_fit(X[start:start + 2000], y[start:start + 2000])
+    for start in range(0, len(y), block):
+        ref.partial_fit(X[start:start + block], y[start:start + block])
     assert est.log_evidence_ == ref.log_evidence_
 
 
@@ -311,11 +316,4 @@ def test_dask_ml_incremental_on_a_local_cluster():
         inc = dask_ml_wrappers.Incremental(EvidenceLinearRegression(random_state=0),
                                            shuffle_blocks=False)
         inc.fit(da.from_array(X, chunks=(2000, -1)), da.from_array(y, chunks=2000))
-    est = inc.estimator_
-    assert est.n_samples_seen_ == 20000
-    exact = est.exact_log_evidence(X, y)
-    assert abs(est.log_evidence_ - exact) < 4 * est.log_evidence_std_
-    ref = EvidenceLinearRegression(random_state=0)
-    for start in range(0, 20000, 2000):
-        ref.partial_fit(X[start:start + 2000], y[start:start + 2000])
-    assert est.log_evidence_ == ref.log_evidence_
+    _assert_the_loops_numbers(inc.estimator_, X, y)
