@@ -438,8 +438,7 @@ def _estimate(log_w, mode):
     """The :class:`ImportanceEstimate` of finite log weights ``[n]`` of draws around ``mode``."""
     n_draws = log_w.shape[0]
     log_mean = float(torch.logsumexp(log_w, 0)) - math.log(n_draws)
-    w = torch.softmax(log_w, 0)
-    ess = 1.0 / float(w.square().sum())
+    ess = _effective_draws(log_w)
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
     return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws,
                               mode, n_draws)
