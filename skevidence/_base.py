@@ -24,7 +24,7 @@ from ._validation import check_device, check_magnitude, resolve_dtype
 from .inference import ENGINES, sgais
 from .inference.config import CONSTRAINTS
 
-__all__ = ["BaseEvidenceEstimator"]
+__all__ = ["BaseEvidenceEstimator", "PreconditionWarning"]
 
 # Below this many particles the weights of the cloud degenerate within the
 # first chunk and the evidence's error grows far beyond its reported std.
@@ -43,6 +43,11 @@ def store_init_params(estimator, params):
     for name, value in params.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+class PreconditionWarning(UserWarning):
+    """An update diverged under a metric shared by the particles and was rerun with
+    each particle's own (``engine_options={'precondition': 'model'}``)."""
 
 
 class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator):
@@ -232,13 +237,48 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
             new._method_fitted = new.method
         else:
             new._warn_full_data_refit()
-        new._state = engine.update(new._model, new._state, new._config, new._to_batch(X, y),
-                                   callback=new._progress_printer(X.shape[0]))
+        new._state = new._updated(new._to_batch(X, y), X.shape[0])
         new._set_fitted_attributes()
         new._warn_if_untrustworthy()
         vars(self).clear()
         vars(self).update(vars(new))
         return self
+
+    def _updated(self, batch, n_new):
+        """The engine's state conditioned on ``batch``; where moves scaled by one metric
+        for the whole cloud diverge, the update again from the same state with each
+        particle's own (:class:`PreconditionWarning`)."""
+        try:
+            return self._engine.update(self._model, self._state, self._config, batch,
+                                       callback=self._progress_printer(n_new))
+        except FloatingPointError as error:
+            fallback = self._per_particle_metric_config()
+            if fallback is None:
+                raise
+            warnings.warn(
+                f"{type(self).__name__}: moves scaled by one metric for all particles "
+                f"diverged ({str(error).split('. ')[0]}); the update runs again with each particle's own scale "
+                "(engine_options={'precondition': 'model'}, which later updates keep). "
+                "Setting it up front saves the failed attempt.", PreconditionWarning)
+            self._config = fallback
+            return self._engine.update(self._model, self._state, self._config, batch,
+                                       callback=self._progress_printer(n_new))
+
+    def _per_particle_metric_config(self):
+        """The settings with ``precondition='model'``, where the run used a metric shared
+        by the particles that the user did not choose (None otherwise).
+
+        A shared metric (the particles' covariance, or the curvature at their
+        mean) sets one step for every particle. Where the posterior is far
+        steeper on one side than its spread (the coefficient of a one-hot
+        column for a rare category) a particle on the steep side takes steps
+        far beyond its stable size and diverges; the model's scale at each
+        particle's own position keeps its steps stable.
+        """
+        chosen = "precondition" in (self.engine_options or {})
+        if self.method != "sgais" or chosen or self._config.precondition == "model":
+            return None
+        return dataclasses.replace(self._config, precondition="model")
 
     def _progress_printer(self, n_new):
         """A tqdm bar over the observations of this call (``verbose >= 1``)."""

@@ -7,7 +7,8 @@ evidence should not be trusted is reported by scikit-learn's
 :class:`~sklearn.exceptions.ConvergenceWarning` (:ref:`trust`).
 """
 
+from ._base import PreconditionWarning
 from ._meta import EvidenceTieWarning
 from .inference.sgais import AnnealingWarning
 
-__all__ = ["AnnealingWarning", "EvidenceTieWarning"]
+__all__ = ["AnnealingWarning", "EvidenceTieWarning", "PreconditionWarning"]

@@ -3,6 +3,7 @@
 import warnings
 
 from skevidence import exceptions
+from skevidence._base import PreconditionWarning
 from skevidence._meta import EvidenceTieWarning
 from skevidence.inference.sgais import AnnealingWarning
 
@@ -10,7 +11,9 @@ from skevidence.inference.sgais import AnnealingWarning
 def test_public_names_are_the_issued_classes():
     assert exceptions.EvidenceTieWarning is EvidenceTieWarning
     assert exceptions.AnnealingWarning is AnnealingWarning
-    assert set(exceptions.__all__) == {"AnnealingWarning", "EvidenceTieWarning"}
+    assert exceptions.PreconditionWarning is PreconditionWarning
+    assert set(exceptions.__all__) == {"AnnealingWarning", "EvidenceTieWarning",
+                                       "PreconditionWarning"}
 
 
 def test_filtering_by_the_public_name_catches_the_warning():

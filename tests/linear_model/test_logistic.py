@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
+from skevidence.exceptions import PreconditionWarning
 from skevidence.models import LogisticRegressionModel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -317,25 +318,41 @@ def _rare_categories(n=10000, seed=100):
     return (X - X.mean(0)) / X.std(0), y
 
 
-def test_rare_categories_fit_with_the_models_metric_and_the_error_says_so():
+def test_rare_categories_fit_by_default_with_each_particles_own_metric():
     # A rare category's coefficient has a posterior far steeper on one side
-    # than its spread: unadjusted moves scaled by the particles' covariance
-    # can diverge there. A fit that fails names the metric that works.
+    # than its spread: moves scaled by one metric for the whole cloud (the
+    # particles' covariance) diverge there. The update runs again from the
+    # state before it with each particle's own scale, says so, and keeps it.
     X, y = _rare_categories()
-    try:
-        EvidenceLogisticRegression(random_state=0).fit(X, y)
-    except FloatingPointError as error:
-        assert "rare category" in str(error) and "'precondition': 'model'" in str(error)
-    # (The spread check may flag the cloud as narrower than the posterior:
-    # the isotropic metric explores the rare coefficients' flat side slowly.)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = EvidenceLogisticRegression(random_state=0,
-                                         engine_options={"precondition": "model"}).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = EvidenceLogisticRegression(random_state=0).fit(X, y)
+    assert any(issubclass(w.category, PreconditionWarning) for w in caught)
+    assert fit._config.precondition == "model"
     d = fit.diagnostics_
     # Against the fit's own importance-sampling estimate at the mode: within
-    # four combined standard deviations (seeds 0-3: |z| at most 1.8).
+    # four combined standard deviations (a healthy run crosses 4 about once
+    # in 16000).
     assert np.isfinite(fit.log_evidence_) and abs(d["importance_z"]) < 4
+    # The same numbers as the per-particle metric chosen up front: the rerun
+    # starts from the state before the failed attempt.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        chosen = EvidenceLogisticRegression(random_state=0,
+                                            engine_options={"precondition": "model"}).fit(X, y)
+    assert chosen.log_evidence_ == fit.log_evidence_
+
+
+def test_a_metric_the_user_chose_is_not_replaced_and_a_failed_fit_keeps_the_previous_one():
+    X, y = _rare_categories()
+    clf = EvidenceLogisticRegression(**FAST).fit(*_three_class_data())
+    snap = _snapshot(clf)
+    defaults = EvidenceLogisticRegression().get_params()
+    clf.set_params(n_particles=defaults["n_particles"], n_burnin=defaults["n_burnin"],
+                   engine_options={"precondition": "covariance"})
+    with pytest.raises(FloatingPointError, match="rare category"):
+        clf.fit(X, y)
+    _assert_unchanged(clf, snap)
 
 
 # -- targets checked at the edge -------------------------------------------------------
