@@ -1,15 +1,103 @@
-"""The posterior predictive of a Bayesian model average: the members' predictions
-mixed with the posterior model probabilities ``weights_``."""
+"""A Bayesian model average's members and its posterior predictive.
+
+The members of :class:`~skevidence.BayesianModelAverager`: their names,
+the fitted attributes and posterior model probabilities ``weights_``
+derived from their evidence, and the tags they share. Its predictions: the
+members' ones mixed with those weights.
+"""
 
 import numpy as np
+from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._docstrings import method_doc
+from ._meta import final_step, log_softmax, read_evidences, warn_if_tied
 from ._validation import normalize_proba
 from .inference.annealing import logsumexp
 
-__all__ = ["AveragedPredictionsMixin", "members_are"]
+__all__ = ["AveragedPredictionsMixin", "members_are", "checked_names_and_members", "set_members",
+           "updated_log_weights", "with_member_tags"]
+
+
+def checked_names_and_members(averager):
+    """The names and the members of ``averager.estimators``, as two lists, once checked
+    to be a non-empty list of (name, estimator) tuples with distinct string names."""
+    if not isinstance(averager.estimators, (list, tuple)) or len(averager.estimators) == 0:
+        raise ValueError(
+            "estimators must be a non-empty list of (name, estimator) tuples, "
+            f"got {averager.estimators!r}"
+        )
+    try:
+        names, members = zip(*averager.estimators)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("estimators must be a list of (name, estimator) tuples") from exc
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError(f"estimator names must be strings, got {list(names)!r}")
+    averager._validate_names(names)
+    averager._check_estimators_are_instances(members)
+    return list(names), list(members)
+
+
+def set_members(averager, names, fitted, kind, log_prior, previous=None):
+    """Check the ``fitted`` members and derive every fitted attribute of ``averager``
+    from them; returns ``averager``.
+
+    ``previous``: ``(log weights, log evidences)`` before this
+    ``partial_fit`` batch, or ``None`` when the members' whole evidence
+    is one batch (``fit``, the first ``partial_fit``, ``from_fitted``).
+    Called from the averager's public methods directly: the tie warning's
+    stack level points at their caller.
+    """
+    log_evidences, stds, log_posterior = read_evidences(fitted, names, log_prior)
+    log_weights = updated_log_weights(averager.forgetting, log_prior, log_evidences,
+                                      log_posterior, previous)
+    if kind == "classifier":
+        classes = np.unique(np.concatenate([np.asarray(est.classes_) for est in fitted]))
+    # Everything is assigned once all checks have passed.
+    averager.estimators_ = list(fitted)
+    averager.named_estimators_ = Bunch(**dict(zip(names, fitted)))
+    averager.log_evidences_ = log_evidences
+    averager.log_evidence_stds_ = stds
+    averager.log_evidence_ = float(logsumexp(log_posterior))
+    averager._log_weights = log_weights
+    averager.weights_ = np.exp(log_weights)
+    if kind == "classifier":
+        averager.classes_ = classes
+    sources = {"n_samples_seen_": final_step(fitted[0]),
+               "n_features_in_": fitted[0], "feature_names_in_": fitted[0]}
+    for attr, source in sources.items():
+        averager.__dict__.pop(attr, None)
+        if hasattr(source, attr):
+            setattr(averager, attr, getattr(source, attr))
+    if averager.forgetting is None:
+        warn_if_tied(log_posterior, stds, names, stacklevel=4)
+    return averager
+
+
+def updated_log_weights(forgetting, log_prior, log_evidences, log_posterior, previous):
+    """Normalised log weights after a batch: dynamic model averaging with ``forgetting``."""
+    if forgetting is None:
+        return log_softmax(log_posterior)
+    log_weights, past_log_evidences = ((log_prior, 0.0) if previous is None else previous)
+    # The batch's log predictive under each member: its gain in evidence.
+    return log_softmax(forgetting * log_weights + (log_evidences - past_log_evidences))
+
+
+def with_member_tags(tags, kind, members):
+    """The averager's ``tags``, of the members' ``kind``, with what every member (or any)
+    requires of the data."""
+    member_tags = [get_tags(est) for est in members]
+    tags.estimator_type = kind
+    if kind == "classifier":
+        tags.classifier_tags = ClassifierTags()
+    elif kind == "regressor":
+        tags.regressor_tags = RegressorTags()
+    tags.target_tags.required = any(t.target_tags.required for t in member_tags)
+    tags.input_tags.sparse = all(t.input_tags.sparse for t in member_tags)
+    tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in member_tags)
+    tags.non_deterministic = any(t.non_deterministic for t in member_tags)
+    return tags
 
 
 def members_are(*kinds):

@@ -5,28 +5,28 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils import Bunch, ClassifierTags, RegressorTags, get_tags
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import _BaseComposition, available_if
 
-from ._averaging import AveragedPredictionsMixin, members_are
+from ._averaging import (
+    AveragedPredictionsMixin,
+    checked_names_and_members,
+    members_are,
+    set_members,
+    with_member_tags,
+)
 from ._docstrings import method_doc
 from ._meta import (
     _KINDS,
     EvidenceTieWarning,
     check_prior,
     check_same_data,
-    final_step,
     fit_members,
-    log_softmax,
     members_kind,
     partial_fit_members,
     partial_fit_params,
-    read_evidences,
-    warn_if_tied,
 )
 from ._streaming import can_partial_fit, check_streamable, restored_on_error
-from .inference.annealing import logsumexp
 
 __all__ = ["BayesianModelAverager", "EvidenceTieWarning"]
 
@@ -221,20 +221,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
     # -- validation ------------------------------------------------------------
 
     def _names_and_members(self):
-        if not isinstance(self.estimators, (list, tuple)) or len(self.estimators) == 0:
-            raise ValueError(
-                "estimators must be a non-empty list of (name, estimator) tuples, "
-                f"got {self.estimators!r}"
-            )
-        try:
-            names, members = zip(*self.estimators)
-        except (TypeError, ValueError) as exc:
-            raise ValueError("estimators must be a list of (name, estimator) tuples") from exc
-        if not all(isinstance(name, str) for name in names):
-            raise ValueError(f"estimator names must be strings, got {list(names)!r}")
-        self._validate_names(names)
-        self._check_estimators_are_instances(members)
-        return list(names), list(members)
+        return checked_names_and_members(self)
 
     def _kind(self):
         return members_kind(self._names_and_members()[1])
@@ -266,7 +253,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         names, members, kind, log_prior = self._check_inputs()
         fitted, _ = fit_members([clone(est) for est in members], X, y, self.n_jobs,
                                 **fit_params)
-        self._set_members(names, fitted, kind, log_prior)
+        set_members(self, names, fitted, kind, log_prior)
         return self
 
     @available_if(_members_can_partial_fit)
@@ -304,7 +291,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
             previous = (self._log_weights, self.log_evidences_)
         with restored_on_error(members):
             updated, _ = partial_fit_members(members, X, y, self.n_jobs, first, **kwargs)
-            self._set_members(names, updated, kind, log_prior, previous)
+            set_members(self, names, updated, kind, log_prior, previous)
         return self
 
     @classmethod
@@ -345,47 +332,7 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
         averager = cls([(name, clone(est)) for name, est in estimators], prior=prior,
                        n_jobs=n_jobs, forgetting=forgetting)
         names, _, kind, log_prior = averager._check_inputs()
-        return averager._set_members(names, [est for _, est in estimators], kind, log_prior)
-
-    def _set_members(self, names, fitted, kind, log_prior, previous=None):
-        """Check the fitted members and derive every fitted attribute from them.
-
-        ``previous``: ``(log weights, log evidences)`` before this
-        ``partial_fit`` batch, or ``None`` when the members' whole evidence
-        is one batch (``fit``, the first ``partial_fit``, ``from_fitted``).
-        """
-        log_evidences, stds, log_posterior = read_evidences(fitted, names, log_prior)
-        log_weights = self._updated_log_weights(log_prior, log_evidences, log_posterior,
-                                                previous)
-        if kind == "classifier":
-            classes = np.unique(np.concatenate([np.asarray(est.classes_) for est in fitted]))
-        # Everything is assigned once all checks have passed.
-        self.estimators_ = list(fitted)
-        self.named_estimators_ = Bunch(**dict(zip(names, fitted)))
-        self.log_evidences_ = log_evidences
-        self.log_evidence_stds_ = stds
-        self.log_evidence_ = float(logsumexp(log_posterior))
-        self._log_weights = log_weights
-        self.weights_ = np.exp(log_weights)
-        if kind == "classifier":
-            self.classes_ = classes
-        sources = {"n_samples_seen_": final_step(fitted[0]),
-                   "n_features_in_": fitted[0], "feature_names_in_": fitted[0]}
-        for attr, source in sources.items():
-            self.__dict__.pop(attr, None)
-            if hasattr(source, attr):
-                setattr(self, attr, getattr(source, attr))
-        if self.forgetting is None:
-            warn_if_tied(log_posterior, stds, names, stacklevel=4)
-        return self
-
-    def _updated_log_weights(self, log_prior, log_evidences, log_posterior, previous):
-        """Normalised log weights after a batch: dynamic model averaging with ``forgetting``."""
-        if self.forgetting is None:
-            return log_softmax(log_posterior)
-        log_weights, past_log_evidences = ((log_prior, 0.0) if previous is None else previous)
-        # The batch's log predictive under each member: its gain in evidence.
-        return log_softmax(self.forgetting * log_weights + (log_evidences - past_log_evidences))
+        return set_members(averager, names, [est for _, est in estimators], kind, log_prior)
 
     @available_if(members_are(*_KINDS))
     @method_doc
@@ -417,14 +364,4 @@ class BayesianModelAverager(AveragedPredictionsMixin, _BaseComposition):
             kind = members_kind(members)
         except (TypeError, ValueError):
             return tags
-        member_tags = [get_tags(est) for est in members]
-        tags.estimator_type = kind
-        if kind == "classifier":
-            tags.classifier_tags = ClassifierTags()
-        elif kind == "regressor":
-            tags.regressor_tags = RegressorTags()
-        tags.target_tags.required = any(t.target_tags.required for t in member_tags)
-        tags.input_tags.sparse = all(t.input_tags.sparse for t in member_tags)
-        tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in member_tags)
-        tags.non_deterministic = any(t.non_deterministic for t in member_tags)
-        return tags
+        return with_member_tags(tags, kind, members)

@@ -18,10 +18,8 @@ components than the data show) would have one mode's estimate miss the
 others' mass while its weights look healthy; that is seen in the particles,
 which then spread over more than the Gaussian at the mode holds, and no
 estimate is made (models that declare one mode are taken at their word).
-The curvature is the model's ``fisher_information`` where it has one (the
-exact negative Hessian of the logistic model and of the mixture, the
-expected one of linear regression), otherwise central differences of its
-gradient.
+The curvature that shapes the climb's steps and the proposal is taken
+near the mode (``curvature``).
 """
 
 import math
@@ -30,11 +28,9 @@ from typing import NamedTuple
 
 import torch
 
-from ..models.base import has_fisher_information
-from ..models.batches import batch_size_of, cast_batch, row_blocks, take
+from ..models.batches import cast_batch, row_blocks
 from . import relabelling
-from .control_variates import blockwise_sum, posterior_precision
-from .posterior_gap import log_posterior_and_grad
+from .curvature import curvature_near_mode, whole_store_curvature
 
 __all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "importance_draws",
            "importance_at", "applies", "within_reach"]
@@ -50,9 +46,6 @@ CONVERGED_RISE = 0.005
 # Newton steps that predict a rise below this many nats go untested on a
 # single-precision store, whose log density errs by a part of that at 1e6 rows.
 SINGLE_UNCHECKED_RISE = 1.0
-# Rows of the store from which the proposal's curvature is taken, scaled up
-# (relative errors of about sqrt(d / rows) cost a few percent of the ESS).
-CURVATURE_ROWS = 16384
 # Most rows per sum in the store's dtype (single precision: about 1e-4 relative).
 # A double-precision store is summed in blocks of DOUBLE_SUM_ROWS: each
 # block is a model call, whose fixed cost dominates the climbs' evaluations
@@ -63,9 +56,6 @@ DOUBLE_SUM_ROWS = 65536
 # curvature again, at most MAX_CURVATURES times.
 MAX_CLIMB = 3.0
 MAX_CURVATURES = 8
-# Relative step of the central differences that give the curvature of models
-# without a Fisher information (in double precision: errors of about 1e-7).
-DIFFERENCE_STEP = 1e-5
 # The particles hold one mode where at most CLOUD_OUTSIDE of their weight lies
 # beyond the 1 - 1e-4 quantile of the squared Mahalanobis distance of posterior
 # draws (chi-square, d degrees of freedom) from the cloud's mean: a cloud split
@@ -180,7 +170,7 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
     if start is None:
         return mean, None
     start = relabelling.aligned(start.to(mean)[None], heaviest, maps)[0]
-    chol = _curvature_near_mode(model, start, store, dtype)
+    chol = curvature_near_mode(model, start, store, dtype)
     if chol is None or not bool(_within_draws(mean - start, chol)):
         return mean, None
     return start, chol
@@ -198,7 +188,7 @@ def _climb(model, theta, chol, store, dtype):
     # arrived.
     for _ in range(MAX_CURVATURES):
         if chol is None:
-            chol = _curvature_near_mode(model, theta, store, dtype)
+            chol = curvature_near_mode(model, theta, store, dtype)
         climb = None if chol is None else _newton(log_p_and_grad, theta, chol, unchecked)
         if climb is None:
             return None
@@ -209,32 +199,6 @@ def _climb(model, theta, chol, store, dtype):
             return mode, chol
         chol = None
     return None
-
-
-def _curvature_near_mode(model, theta, store, dtype):
-    """:func:`_curvature_factor` at ``theta [d]`` from a strided subsample of the store
-    (d^2 per row), or from the whole store where the subsample's is not positive
-    definite: a mixture's small component (a few hundred of 1e5 rows) has a
-    curvature that a subsample's noise can turn negative."""
-    rows = _strided_rows(store, CURVATURE_ROWS)
-    chol = _curvature_factor(model, theta, rows, batch_size_of(store), dtype)
-    if chol is None and rows is not store:
-        chol = _whole_store_curvature(model, theta, store, dtype)
-    return chol
-
-
-def _whole_store_curvature(model, theta, store, dtype):
-    """:func:`_curvature_factor` on every stored row: in single precision first, in
-    ``dtype`` where that is not positive definite. The curvature only shapes the
-    proposal and the climb's steps; in single precision the exponentials that
-    dominate its cost are cheaper, and it differs by about 1e-5 of itself.
-    (Central differences need double precision.)"""
-    if dtype == torch.float64 and has_fisher_information(model):
-        chol = _curvature_factor(model, theta, cast_batch(store, torch.float32),
-                                 batch_size_of(store), torch.float32)
-        if chol is not None:
-            return chol
-    return _curvature_factor(model, theta, store, batch_size_of(store), dtype)
 
 
 def _log_posterior(model, store, dtype):
@@ -271,7 +235,7 @@ def importance_at(model, point, store, n_draws, generator):
     """
     dtype = _store_dtype(store)
     point = point.to(torch.float64)
-    chol = _whole_store_curvature(model, point, store, dtype)
+    chol = whole_store_curvature(model, point, store, dtype)
     if chol is None:
         return None
     maps = model.relabelling_maps(torch.float64, point.device)
@@ -286,14 +250,14 @@ def within_reach(model, points, particles, weights, store):
     the particles' weighted mean.
 
     Within the chi-square's 1 - 1e-4 quantile of it in the metric of the
-    posterior's curvature there (:func:`_curvature_near_mode`), each point
-    and particle relabelled to the labelling nearest the heaviest particle:
-    points on the mode that the cloud holds. None lies within reach where
+    posterior's curvature there (:func:`.curvature.curvature_near_mode`),
+    each point and particle relabelled to the labelling nearest the heaviest
+    particle: points on the mode that the cloud holds. None lies within reach where
     that curvature is not positive definite.
     """
     maps, heaviest, aligned, weights = _aligned_cloud(model, particles, weights)
     mean = weights @ aligned
-    chol = _curvature_near_mode(model, mean, store, _store_dtype(store))
+    chol = curvature_near_mode(model, mean, store, _store_dtype(store))
     if chol is None:
         return torch.zeros(points.shape[0], dtype=torch.bool, device=points.device)
     return _within_draws(relabelling.aligned(points.to(torch.float64), heaviest, maps) - mean,
@@ -336,41 +300,6 @@ def _chi2_quantile(d):
     Hilferty 1931: within 1% from d = 3 on)."""
     c = 2.0 / (9.0 * d)
     return d * (1.0 - c + _Z_1E4 * math.sqrt(c)) ** 3
-
-
-def _strided_rows(store, n_rows):
-    """At most about ``n_rows`` rows of ``store``, evenly spaced (all of a smaller store)."""
-    n = batch_size_of(store)
-    if n <= n_rows:
-        return store
-    return take(store, torch.arange(0, n, n // n_rows, device=store[0].device))
-
-
-def _curvature_factor(model, theta, rows, n_seen, dtype):
-    """Cholesky factor of the posterior precision at ``theta``, the likelihood's part from
-    ``rows`` scaled to ``n_seen`` observations (None: not positive definite)."""
-    scale = n_seen / batch_size_of(rows)
-    if has_fisher_information(model):
-        point = theta.to(dtype)
-        F = blockwise_sum(model.fisher_information, point, rows)
-        precision = posterior_precision(model, point, scale * F)
-    else:
-        precision = _differenced_precision(model, theta, rows, scale)
-    chol, info = torch.linalg.cholesky_ex(precision.to(torch.float64))
-    return chol if int(info) == 0 and bool(torch.isfinite(chol).all()) else None
-
-
-def _differenced_precision(model, theta, rows, scale):
-    """Negative Hessian of the log posterior at ``theta [d]`` by central differences of
-    its gradient (the likelihood's from ``rows`` times ``scale``), in double precision:
-    the 2 d displaced points go through the model as one batch of particles."""
-    d = theta.shape[0]
-    steps = DIFFERENCE_STEP * theta.abs().clamp_min(1.0)
-    points = torch.cat([theta + torch.diag(steps), theta - torch.diag(steps)])
-    rows = cast_batch(rows, torch.float64)
-    _, grad = log_posterior_and_grad(model, points, row_blocks(rows, 2 * d, SUM_ROWS), scale)
-    hessian = (grad[:d] - grad[d:]) / (2.0 * steps[:, None])
-    return -0.5 * (hessian + hessian.T)
 
 
 def _newton(log_p_and_grad, theta, chol, unchecked):

@@ -24,6 +24,22 @@ def has_relabellings(model):
     return type(model).relabelling_maps is not Model.relabelling_maps
 
 
+def _autograd_gradient(function, theta):
+    """Gradient of ``function(theta).sum()`` in ``theta [M, d]`` by autograd, ``[M, d]``:
+    each particle's own, as its terms do not depend on the other particles."""
+    with torch.enable_grad():
+        theta = theta.detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(function(theta).sum(), theta)
+    return grad
+
+
+def _weighted_sum_or_none(terms, values):
+    """``sum_i w_i values[i]`` over ``terms = [(w_i, batch_i)]``, or None where any value is."""
+    if any(value is None for value in values):
+        return None
+    return sum(weight * value for (weight, _), value in zip(terms, values))
+
+
 class Model:
     """Base class of the models whose evidence the SGAIS engine computes (public).
 
@@ -180,18 +196,11 @@ class Model:
 
     def grad_log_prior(self, theta):
         """Gradient of :meth:`log_prior`, ``[M, d]``."""
-        with torch.enable_grad():
-            theta = theta.detach().requires_grad_(True)
-            (grad,) = torch.autograd.grad(self.log_prior(theta).sum(), theta)
-        return grad
+        return _autograd_gradient(self.log_prior, theta)
 
     def grad_log_likelihood(self, theta, batch):
         """Gradient of the batch's summed log-likelihood, ``[M, d]``."""
-        with torch.enable_grad():
-            theta = theta.detach().requires_grad_(True)
-            total = self.log_likelihood_sum(theta, batch).sum()
-            (grad,) = torch.autograd.grad(total, theta)
-        return grad
+        return _autograd_gradient(lambda point: self.log_likelihood_sum(point, batch), theta)
 
     def weighted_grad_log_likelihood(self, theta, terms):
         """``sum_i w_i grad log p(batch_i | theta)`` over ``terms = [(w_i, batch_i)]``, ``[M, d]``.
@@ -210,10 +219,8 @@ class Model:
         What :meth:`weighted_grad_log_likelihood` is to the gradient; the
         default calls :meth:`fisher_information` once per term.
         """
-        infos = [self.fisher_information(theta, batch) for _, batch in terms]
-        if any(info is None for info in infos):
-            return None
-        return sum(weight * info for (weight, _), info in zip(terms, infos))
+        return _weighted_sum_or_none(terms, [self.fisher_information(theta, batch)
+                                             for _, batch in terms])
 
     def log_likelihood_and_grad(self, theta, batch):
         """Summed log-likelihood of the batch, ``[M]``, and its gradient, ``[M, d]``.
@@ -375,9 +382,7 @@ class Model:
 
     def exact_log_evidence(self, batch):
         """Closed-form log evidence of ``batch``, where one exists."""
-        raise NotImplementedError(
-            f"{type(self).__name__} has no closed-form evidence"
-        )
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form evidence")
 
 
 class GaussianPriorModel(Model):

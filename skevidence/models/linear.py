@@ -252,46 +252,19 @@ class LinearRegressionModel(Model):
         return self.log_likelihood_and_grad(theta, batch)[1]
 
     def prepare_batch(self, batch):
-        """The batch with its Gram matrix around the posterior mean given the batch alone.
-
-        In the sampler's units, with ``y' = (y - Phi mu) / s``, ``z0`` the
-        ridge solution of ``y' ~ Phi z`` (the coefficients' posterior mean
-        under unit noise: well conditioned however collinear ``Phi``),
-        ``r0 = y' - Phi z0``: ``G = Phi'Phi``, ``b = Phi'r0``, ``rr = r0'r0``
-        (``rr`` from the residuals, so nothing cancels). A call then costs
-        ``O(M d^2)`` and a dozen small operations.
-        """
-        X, y = batch
-        Phi = self._design(X)
-        y_unit = (y - Phi @ self._prior_mean(Phi)) / self._unit_scale
-        G = Phi.T @ Phi
-        H = G + self._prior_precision_matrix(G)
-        z0 = torch.linalg.solve(H, Phi.T @ y_unit)
-        r0 = y_unit - Phi @ z0
-        rr = r0 @ r0
-        return PreparedBatch(batch, _linear_conjugate.gram_stats(self, G, Phi.T @ r0, rr, z0, X.shape[0], H))
+        """The batch with its Gram matrix around the posterior mean given the batch alone
+        (``_linear_conjugate.prepared_batch``): a likelihood call then costs
+        ``O(M d^2)`` and a dozen small operations."""
+        return PreparedBatch(batch, _linear_conjugate.prepared_batch(self, batch))
 
     def summarize(self, batch):
         """``Phi'Phi``, ``Phi'y'``, ``y''y'`` and the count, in the sampler's units (float64)."""
-        X, y = (t.to(torch.float64) for t in batch)
-        Phi = self._design(X)
-        y_unit = (y - Phi @ self._prior_mean(Phi)) / self._unit_scale
-        return {"G": Phi.T @ Phi, "u": Phi.T @ y_unit, "yy": y_unit @ y_unit,
-                "n": y.new_tensor(float(y.shape[0]))}
+        return _linear_conjugate.summarize(self, batch)
 
     def prepare_summary(self, summary):
-        """:meth:`prepare_batch`'s statistics from a sum of :meth:`summarize` results.
-
-        ``r0'r0 = y''y' - 2 z0'Phi'y' + z0'Phi'Phi z0`` loses the digits of
-        the targets' variance that the fit explains; in float64 that leaves
-        many more than the likelihood needs.
-        """
-        G, u = summary["G"], summary["u"]
-        H = G + self._prior_precision_matrix(G)
-        z0 = torch.linalg.solve(H, u)
-        G_z0 = G @ z0
-        rr = (summary["yy"] - 2.0 * (z0 @ u) + z0 @ G_z0).clamp_min(0.0)
-        return PreparedBatch((), _linear_conjugate.gram_stats(self, G, u - G_z0, rr, z0, float(summary["n"]), H))
+        """:meth:`prepare_batch`'s statistics from a sum of :meth:`summarize` results
+        (``_linear_conjugate.prepared_summary``)."""
+        return PreparedBatch((), _linear_conjugate.prepared_summary(self, summary))
 
     def _prior_precision_matrix(self, like):
         """``diag(1 / g^2)``, ``[n_coef, n_coef]`` in ``like``'s dtype and device."""
@@ -301,89 +274,22 @@ class LinearRegressionModel(Model):
         return torch.diag(1.0 / self._var(like))
 
     def log_joint_and_grad(self, theta, batch, weight=1.0):
-        """The log prior plus the log-likelihood, as one quadratic form in ``theta``.
-
-        In the sampler's units the prior of ``z`` is ``N(0, e^t g^2 I)``
-        (``e^t = 1`` with known noise), conjugate to the likelihood: with
-        ``H = G + I / g^2`` and ``z0 = H^{-1} Phi'y'`` (the ridge solution of
-        :meth:`prepare_batch`, which makes ``b = z0 / g^2``) the sum of the
-        two squares is ``(z - z0)' H (z - z0) + rr + z0'z0 / g^2``. One
-        product with ``H`` per call instead of the prior's and the
-        likelihood's separate terms: the exact moves of linear regression
-        spend most of their time in these small operations. (The identity
-        ``b = z0 / g^2`` holds to the solve's rounding, which moves the
-        target's centre by that much.)
-        """
+        """The log prior plus the log-likelihood, as one quadratic form in ``theta``
+        on a prepared batch (``_linear_conjugate.prepared_log_joint_and_grad``): the
+        exact moves of linear regression spend most of their time in these small
+        operations."""
         if not (isinstance(batch, PreparedBatch) and weight == 1.0):
             return super().log_joint_and_grad(theta, batch, weight)
-        st, c = batch.stats, self.n_coef
-        n, z0 = st.n, st.z0
-        delta = theta[:, :c] - z0
-        H_delta = delta @ st.H
-        quad = (delta * H_delta).sum(1).add_(st.joint_min)
-        const = (n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
-                 + self._prior_norm())
-        if not self.unknown_noise:
-            return quad.mul_(-0.5).sub_(0.5 * const), H_delta.neg_()
-        t = theta[:, c]
-        inv = (-t).exp()
-        quad_scaled = quad * inv
-        a = self.noise_prior_shape
-        # -0.5 e^-t quad - (n + c) t / 2 (the likelihood's and the prior's normalisers)
-        # + log InvGamma(e^t; a, a) + t (the Jacobian of log)
-        shape = 0.5 * (n + c) + a
-        log_p = (-0.5 * (quad_scaled + const) + self._noise_prior_const()) - shape * t - a * inv
-        g_t = 0.5 * quad_scaled - shape + a * inv
-        return log_p, torch.cat([H_delta * -inv[:, None], g_t[:, None]], dim=1)
-
-    def _prepared_log_likelihood_and_grad(self, theta, batch):
-        """:meth:`log_likelihood_and_grad` from the statistics of :meth:`prepare_batch`."""
-        st, c, n = batch.stats, self.n_coef, batch.stats.n
-        delta = theta[:, :c] - st.z0
-        G_delta = delta @ st.G
-        # |y' - Phi z|^2 = rr - 2 delta'b + delta'G delta (>= 0 up to rounding)
-        sq = (delta * G_delta).sum(1).add_(delta @ st.b, alpha=-2.0).add_(st.rr)
-        sq = sq.clamp_min_(0.0)
-        g_z = st.b - G_delta
-        const = n * (_LOG_2PI + 2.0 * math.log(self._unit_scale))
-        if not self.unknown_noise:
-            return sq.mul_(-0.5).sub_(0.5 * const), g_z
-        t = theta[:, c]
-        inv = (-t).exp()
-        sq_scaled = sq * inv
-        log_lik = -0.5 * (sq_scaled + n * t + const)
-        return log_lik, torch.cat([g_z * inv[:, None], (0.5 * (sq_scaled - n))[:, None]], dim=1)
+        return _linear_conjugate.prepared_log_joint_and_grad(self, theta, batch.stats)
 
     def log_likelihood_and_grad(self, theta, batch):
-        """Both from the batch's Gram matrix around the particles' mean.
-
-        With ``r0 = y - Phi beta0`` at the mean ``beta0`` and ``delta = beta
-        - beta0``, the squared residuals are ``r0'r0 - 2 delta' Phi' r0 +
-        delta' Phi' Phi delta``: ``O(B d^2)`` once per batch and ``O(M d^2)``
-        for the particles, instead of an ``[M, B]`` residual matrix, which
-        costs far more when ``B`` exceeds ``d``. Centring at ``beta0``
-        keeps ``r0'r0`` of the size of the residuals, so no cancellation
-        occurs however large the targets' offset.
-        """
+        """Both from the batch's Gram matrix: the prepared one
+        (``_linear_conjugate.prepared_log_likelihood_and_grad``), else one around
+        the particles' mean (``_linear_conjugate.centred_log_likelihood_and_grad``),
+        in ``O(M d^2)`` for the particles instead of an ``[M, B]`` residual matrix."""
         if isinstance(batch, PreparedBatch):
-            return self._prepared_log_likelihood_and_grad(theta, batch)
-        X, y = batch
-        Phi = self._design(X)
-        beta, log_var = self._split(theta)
-        inv_var = (-log_var).exp()
-        beta0 = beta.mean(0)
-        delta = beta - beta0
-        r0 = y - Phi @ beta0  # [B]
-        A = torch.cat([Phi, r0[:, None]], dim=1)
-        gram = A.T @ A  # [[Phi'Phi, Phi'r0], [r0'Phi, r0'r0]]
-        G, b, rr = gram[:-1, :-1], gram[:-1, -1], gram[-1, -1]
-        G_delta = delta @ G  # [M, c]
-        sq = (rr - 2.0 * (delta @ b) + (delta * G_delta).sum(1)).clamp_min(0.0) * inv_var
-        n = y.shape[0]
-        log_lik = -0.5 * (sq + n * (_LOG_2PI + log_var))
-        g_beta = (b - G_delta) * inv_var[:, None]
-        g_log_var = 0.5 * (sq - n) if self.unknown_noise else None
-        return log_lik, self._chain(g_beta, g_log_var)
+            return _linear_conjugate.prepared_log_likelihood_and_grad(self, theta, batch.stats)
+        return _linear_conjugate.centred_log_likelihood_and_grad(self, theta, batch)
 
     # -- curvature (the preconditioner when particles are few for d) ---------
 

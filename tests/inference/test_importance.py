@@ -12,7 +12,7 @@ from sklearn.mixture import GaussianMixture
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_logistic_regression
-from skevidence.inference import control_variates, importance, sgais
+from skevidence.inference import control_variates, curvature, importance, sgais
 from skevidence.inference.importance import importance_log_evidence
 from skevidence.models import GaussianMixtureModel, LinearRegressionModel, LogisticRegressionModel
 from skevidence.models.base import Model
@@ -102,8 +102,8 @@ def _three_clusters(n, seed=0):
 def test_the_whole_stores_curvature_is_single_precision_to_a_hundredth():
     X, model, start = _three_clusters(20000)
     store = (torch.as_tensor(X),)
-    single = importance._whole_store_curvature(model, start[0], store, torch.float64)
-    double = importance._curvature_factor(model, start[0], store, 20000, torch.float64)
+    single = curvature.whole_store_curvature(model, start[0], store, torch.float64)
+    double = curvature.curvature_factor(model, start[0], store, 20000, torch.float64)
     precision, exact = single @ single.T, double @ double.T
     # The curvature only shapes the proposal (its importance weights are
     # exact): a precision within 1% of itself changes a t proposal's
@@ -120,7 +120,7 @@ def test_central_differences_give_the_curvature_of_models_without_one():
     rows = (torch.as_tensor(X),)
     analytic = control_variates.posterior_precision(
         model, start[0], 2.0 * model.fisher_information(start[0], rows))
-    differenced = importance._differenced_precision(model, start[0], rows, 2.0)
+    differenced = curvature.differenced_precision(model, start[0], rows, 2.0)
     torch.testing.assert_close(differenced, analytic, rtol=1e-5, atol=1e-4)
 
 
