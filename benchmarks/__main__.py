@@ -49,8 +49,8 @@ REGISTRY = {
     "three-clusters": ("bench_gmm_reference", [
         "--n 4000 --seeds 0 1 2 3", "--n 20000 --seeds 0 1 2 3 4",
         "--n 100000 --seeds 0 1 2 3"], 7200),
-    "gp-classifier": ("bench_gp_classifier", "", 600),
-    "rbm-partition": ("bench_rbm_partition", "", 600),
+    "gp-classifier": ("bench_user_models", "--model gp", 600),
+    "rbm-partition": ("bench_user_models", "--model rbm", 600),
     "arviz-draws": ("bench_arviz", "--particles 128 1024 4096", 1800),
     # The tables that a loop over fit measured.
     "mixture-1e5": ("bench_loops", "--table mixture-1e5", 3600),
