@@ -29,8 +29,9 @@ from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference.kernels import ghmc, precision_preconditioner
 from skevidence.models import LogisticRegressionModel
-from _harness import arguments, caught_warnings
+from _harness import arguments, caught_warnings, chi2
 from bench_logistic_stream import LogisticPosterior, t_importance_sampling
+
 
 def load(name, split=0, test_size=0.3):
     if name == "paper":
@@ -65,10 +66,6 @@ def posterior_mode(model, X, y, n_iter=100):
             break
     return theta, model.prior_precision(theta) + model.fisher_information(theta, (X, y))
 
-
-def _chi2(gen, nu, m):
-    # Chi-square(nu) draws from the private generator: sum of squared normals (nu integer).
-    return (torch.randn(m, int(nu), generator=gen, dtype=torch.float64) ** 2).sum(1)
 
 def posterior_moments(model, X, y, mode, precision, n_chains=64, n_rounds=20, seed=0):
     """Mean and covariance of exact GHMC draws (the second half of ``n_rounds`` x 100 steps).
@@ -124,7 +121,7 @@ def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_step
     gen = torch.Generator().manual_seed(seed)
     chol = torch.linalg.cholesky(cov)
     z = torch.randn(n_chains, model.n_params, generator=gen, dtype=torch.float64)
-    theta = mean + (z / torch.sqrt(_chi2(gen, nu, n_chains) / nu)[:, None]) @ chol.T
+    theta = mean + (z / torch.sqrt(chi2(n_chains, nu, gen) / nu)[:, None]) @ chol.T
 
     def log_post(t):
         ll, g = model.log_likelihood_and_grad(t, (X, y))
