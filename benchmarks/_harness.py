@@ -28,7 +28,8 @@ def caught_warnings():
 
 
 class Timed:
-    """``with Timed() as t:`` ..., then ``t.wall``, ``t.cpu`` (seconds), ``t.warnings`` (names)."""
+    """``with Timed() as t:`` ..., then ``t.wall``, ``t.cpu`` (seconds), ``t.warnings``
+    (names) and ``t.caught`` (the records)."""
 
     def __enter__(self):
         self._caught = caught_warnings()
@@ -40,7 +41,8 @@ class Timed:
         self.wall = time.perf_counter() - self._wall
         self.cpu = time.process_time() - self._cpu
         self._caught.__exit__(*exc)
-        self.warnings = sorted({type(w.message).__name__ for w in self._list})
+        self.caught = list(self._list)
+        self.warnings = sorted({type(w.message).__name__ for w in self.caught})
         return False
 
 

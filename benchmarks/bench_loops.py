@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceGMM
 from skevidence.datasets import make_gaussian_mixture
-from _harness import GMM_PAPER, Timed, arguments
+from _harness import GMM_PAPER, Timed, arguments, fitted
 from bench_gmm_reference import reference_log_evidence
 
 
@@ -65,7 +65,7 @@ def run_row(label, data, reference, seeds, make, block):
             else:
                 for start in range(0, len(data[0]), block):
                     est.partial_fit(*(a[start:start + block] for a in data))
-        est = est[-1] if hasattr(est, "steps") else est
+        est = fitted(est)
         values.append(est.log_evidence_)
         stds.append(est.log_evidence_std_)
         error = "" if reference is None else f" error {values[-1] - reference:+7.2f}"
