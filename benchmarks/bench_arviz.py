@@ -9,7 +9,6 @@ minus the exact LOO, the largest Pareto k and the count above 0.7, and the
 fit and export seconds.
 """
 
-
 import arviz as az
 import numpy as np
 import torch
