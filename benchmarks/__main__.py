@@ -49,17 +49,12 @@ REGISTRY = {
     "three-clusters": ("bench_gmm_reference", [
         "--n 4000 --seeds 0 1 2 3", "--n 20000 --seeds 0 1 2 3 4",
         "--n 100000 --seeds 0 1 2 3"], 7200),
-    "particle-growth": ("bench_arm", [
-        "--n-particles 32 --n 1000", "--n-particles 32 --n 2000"], 1800),
-    "gp-classifier": ("bench_gp_classifier", "", 600),
-    "rbm-partition": ("bench_rbm_partition", "", 600),
+    "gp-classifier": ("bench_user_models", "--model gp", 600),
+    "rbm-partition": ("bench_user_models", "--model rbm", 600),
     "arviz-draws": ("bench_arviz", "--particles 128 1024 4096", 1800),
     # The tables that a loop over fit measured.
-    "nested-moves": ("bench_loops", "--table nested-moves", 900),
     "mixture-1e5": ("bench_loops", "--table mixture-1e5", 3600),
-    "missed-modes": ("bench_loops", "--table missed-modes", 7200),
     "mixture-scale-bias": ("bench_loops", "--table mixture-scale-bias", 3600),
-    "iris-search": ("bench_loops", "--table iris-search", 1800),
     # The outputs of docs/paper.rst (figures and tables written to docs/paper/).
     "paper-evidence-vs-n": ("paper/evidence_vs_n", "--quick --dynesty linear", 14400),
     "paper-distribution-shift": ("paper/distribution_shift", "--quick", 3600),

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the paper's settings, the argument parser, a timed fit."""
+"""What the benchmark scripts share: the paper's settings, the argument parser, a timed
+fit, the summary of errors against a reference and the reference samplers' draws."""
 
 import argparse
 import contextlib
@@ -6,6 +7,7 @@ import time
 import warnings
 
 import numpy as np
+import torch
 
 # The paper's models, as explicit parameter values.
 LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
@@ -26,7 +28,8 @@ def caught_warnings():
 
 
 class Timed:
-    """``with Timed() as t:`` ..., then ``t.wall``, ``t.cpu`` (seconds), ``t.warnings`` (names)."""
+    """``with Timed() as t:`` ..., then ``t.wall``, ``t.cpu`` (seconds), ``t.warnings``
+    (names) and ``t.caught`` (the records)."""
 
     def __enter__(self):
         self._caught = caught_warnings()
@@ -38,7 +41,8 @@ class Timed:
         self.wall = time.perf_counter() - self._wall
         self.cpu = time.process_time() - self._cpu
         self._caught.__exit__(*exc)
-        self.warnings = sorted({type(w.message).__name__ for w in self._list})
+        self.caught = list(self._list)
+        self.warnings = sorted({type(w.message).__name__ for w in self.caught})
         return False
 
 
@@ -51,3 +55,24 @@ def over_seeds(fit, seeds):
             result = fit(seed)
         rows.append((result.log_evidence, result.log_evidence_std, timed.cpu))
     return [np.array(column) for column in zip(*rows)]
+
+
+def fitted(est):
+    """The estimator of a fitted pipeline, or ``est`` itself."""
+    return est[-1] if hasattr(est, "steps") else est
+
+
+def error_summary(errors, stds):
+    """Errors against a reference, with their reported stds: the share within 1 and
+    2 std, the RMS, mean std over RMS, the mean, the median magnitude and the worst."""
+    errors, stds = np.asarray(errors, dtype=float), np.asarray(stds, dtype=float)
+    rms = float(np.sqrt(np.mean(errors**2)))
+    return dict(cov1=np.mean(np.abs(errors) <= stds), cov2=np.mean(np.abs(errors) <= 2 * stds),
+                rms=rms, ratio=stds.mean() / rms, bias=errors.mean(),
+                median_abs=np.median(np.abs(errors)), worst=errors[np.argmax(np.abs(errors))])
+
+
+def chi2(n, nu, generator):
+    """``n`` chi-square(``nu``) draws as sums of squared normals (integer ``nu``), so
+    that a torch generator alone reproduces a reference."""
+    return (torch.randn(n, int(nu), generator=generator, dtype=torch.float64) ** 2).sum(1)

@@ -9,9 +9,6 @@ minus the exact LOO, the largest Pareto k and the count above 0.7, and the
 fit and export seconds.
 """
 
-import time
-import warnings
-
 import arviz as az
 import numpy as np
 import torch
@@ -22,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skevidence import EvidenceLinearRegression
 from skevidence.models._linear_conjugate import conjugate_update
-from _harness import arguments
+from _harness import Timed, arguments, caught_warnings
 
 
 def exact_posterior(reg, X, y):
@@ -59,30 +56,27 @@ def main():
             pipe = make_pipeline(StandardScaler(),
                                  EvidenceLinearRegression(n_particles=M, random_state=seed))
             pipe.set_output(transform="pandas")
-            start = time.perf_counter()
-            pipe.fit(X, y)
-            fit_s = time.perf_counter() - start
+            with Timed() as fit:
+                pipe.fit(X, y)
             reg, Xs = pipe[-1], pipe[0].transform(X)
             mean, sd, loo_exact = exact_posterior(reg, Xs.to_numpy(copy=True), y.to_numpy(copy=True))
             p = Xs.shape[1]
             W = reg.particle_weights_
             particle_dev = np.abs(W @ reg.particles_[:, :p] - mean[:p]) / sd[:p]
             for factor in args.draws_factor:
-                start = time.perf_counter()
-                idata = reg.to_inference_data(Xs, y, n_draws=factor * M, random_state=seed)
-                export_s = time.perf_counter() - start
+                with Timed() as export:
+                    idata = reg.to_inference_data(Xs, y, n_draws=factor * M, random_state=seed)
                 summary = az.summary(idata, var_names=["coef"], kind="stats")
                 assert list(summary.index) == [f"coef[{name}]" for name in Xs.columns]
                 dev = np.abs(summary["mean"].to_numpy() - mean[:p]) / sd[:p]
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with caught_warnings():  # az.loo warns of the Pareto k the table shows
                     loo = az.loo(idata, pointwise=True)
                 elpd = loo.elpd_loo if hasattr(loo, "elpd_loo") else loo.elpd
                 k = np.asarray(loo.pareto_k)
                 print(f"{M:>5} {factor * M:>6} {seed:>4} {dev.max():>11.3f} "
                       f"{particle_dev.max():>9.3f} {1 / np.sum(W**2):>6.0f} "
                       f"{elpd - loo_exact.sum():>+9.2f} {k.max():>6.2f} {(k > 0.7).sum():>5} "
-                      f"{fit_s:>6.1f} {export_s:>8.2f}")
+                      f"{fit.wall:>6.1f} {export.wall:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -6,27 +6,22 @@ mode (L-BFGS from EM starts) and at all ``K!`` relabellings of it, with the
 Hessian's covariance, in ``GaussianMixtureModel``'s coordinates. It holds
 where the posterior has one mode up to relabelling; its ESS says when not.
 One row per (geometry, N, sampler seed): log Z with the defaults, the
-reference with its standard error and ESS, the difference. References are
-cached in ``references/gmm_reference.json``; ``--trace-at`` prints the error
-along the stream.
+reference with its standard error and ESS, the difference; then per
+geometry and N the summary of the errors. References are cached in
+``references/gmm_reference.json``.
 """
 
-import ast
 import json
 import math
-import os
 import pathlib
-import sys
-import time
 
 import numpy as np
 import torch
 
 from sklearn.mixture import GaussianMixture
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from skevidence import EvidenceGMM  # noqa: E402
-from _harness import arguments  # noqa: E402
+from skevidence import EvidenceGMM
+from _harness import Timed, arguments, error_summary
 
 # Identifiable 3-cluster 2-D geometries: (centres, per-feature sds, weights).
 GEOMETRIES = {
@@ -106,37 +101,6 @@ def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
     return torch.stack(modes), torch.stack(hessians), torch.stack(masses)
 
 
-def relabelling_maps(model):
-    """``[K!, d, d]``: ``theta @ maps[p]`` relabels the components by permutation ``p``."""
-    maps = model.relabelling_maps()
-    if maps is None:
-        raise ValueError(f"no relabellings enumerated for {model.n_components} components")
-    return maps
-
-
-def parse_assignments(items):
-    out = {}
-    for item in items or []:
-        key, value = item.split("=", 1)
-        try:
-            out[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            out[key] = value
-    return out
-
-
-def estimator_settings(args):
-    """EvidenceGMM parameters from ``--param`` / ``--engine``; sets and prints the threads."""
-    torch.set_num_threads(args.threads)
-    params = parse_assignments(args.param)
-    engine = parse_assignments(args.engine)
-    if engine:
-        params["engine_options"] = engine
-    print(f"params {params} engine {{**EvidenceGMM._engine_defaults, **engine}} "
-          f"threads {args.threads}")
-    return params
-
-
 def make_clusters(n, geometry, seed):
     """``n`` draws of a named 3-component geometry, in a random order."""
     centres, sds, weights = (np.asarray(a, dtype=float) for a in GEOMETRIES[geometry])
@@ -189,7 +153,7 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
     cov = torch.linalg.inv(-hessian)
     cov = 0.5 * (cov + cov.T)
     chol = torch.linalg.cholesky(cov)
-    maps = relabelling_maps(model)  # theta @ maps[p] relabels by permutation p
+    maps = model.relabelling_maps()  # theta @ maps[p] relabels by permutation p
     P, d = maps.shape[0], model.n_params
     rng = np.random.default_rng(seed)
     z = torch.as_tensor(_student_t_draws(n_draws, d, nu, rng))
@@ -248,15 +212,7 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--draws", type=int, default=20000)
-    parser.add_argument("--param", nargs="*", help="estimator parameter overrides, key=value")
-    parser.add_argument("--engine", nargs="*", help="engine setting overrides, key=value")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--trace-at", type=int, nargs="*",
-                        help="also the error of evidence_trace_ at these n (reference on X[:n])")
     args = parser.parse_args()
-    params = estimator_settings(args)
-    if args.trace_at:
-        return trace_errors(args, params)
     header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'cpu s':>7} {'log Z':>12} "
               f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
     print(header)
@@ -267,75 +223,33 @@ def main():
             X = make_clusters(n, geometry, args.data_seed)
             ref = None
             for seed in args.seeds:
-                start, cpu = time.perf_counter(), time.process_time()
-                est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
-                elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+                with Timed() as t:
+                    est = EvidenceGMM(n_components=3, random_state=seed).fit(X)
                 if ref is None:
                     ref = cached_reference(X, model_of(est), f"{geometry} n={n} "
                                            f"data_seed={args.data_seed}", args.draws)
                 diff = est.log_evidence_ - ref["log_evidence"]
                 rows.append((geometry, n, diff, est.log_evidence_std_))
-                print(f"{geometry:>10} {n:>6} {seed:>4} {elapsed:>7.1f} {cpu:>7.1f} "
+                print(f"{geometry:>10} {n:>6} {seed:>4} {t.wall:>7.1f} {t.cpu:>7.1f} "
                       f"{est.log_evidence_:>12.2f} "
                       f"{ref['log_evidence']:>12.2f} {ref['std_error']:>6.3f} {ref['ess']:>5.2f} "
                       f"{diff:>7.2f} {est.log_evidence_std_:>6.2f}", flush=True)
     print_summary(rows)
 
 
-def trace_errors(args, params):
-    """Where the error enters: the running estimate minus the reference on ``X[:n]``.
-
-    The fitted model's priors are frozen from all of ``X``, and the trace's
-    ``log_evidence`` at ``n_seen = n`` estimates ``log p(X[:n])`` under them.
-    """
-    print(f"{'geometry':>10} {'N':>6} {'seed':>4} " + " ".join(f"{'n=' + str(m):>8}" for m in
-                                                           args.trace_at)
-          + f" {'std at n':>24}")
-    for n in args.n:
-        for geometry in args.geometries:
-            X = make_clusters(n, geometry, args.data_seed)
-            refs = None
-            for seed in args.seeds:
-                est = EvidenceGMM(n_components=3, random_state=seed, **params).fit(X)
-                if refs is None:
-                    refs = [cached_reference(X[:m], model_of(est), f"{geometry} n={m} of {n} "
-                                             f"data_seed={args.data_seed}",
-                                             args.draws)["log_evidence"]
-                            for m in args.trace_at]
-                trace = est.evidence_trace_
-                at = [int(np.flatnonzero(trace["n_seen"] == m)[0]) for m in args.trace_at]
-                diffs = [trace["log_evidence"][i] - r for i, r in zip(at, refs)]
-                stds = " ".join(f"{trace['log_evidence_std'][i]:.2f}" for i in at)
-                print(f"{geometry:>10} {n:>6} {seed:>4} " + " ".join(f"{d:>8.2f}" for d in diffs)
-                      + f" {stds:>24}", flush=True)
-
-
-def summary_line(label, diffs, stds):
-    """Median / worst |diff| and the fraction within 1 and 2 reported std."""
-    mag = np.abs(diffs)
-    worst = diffs[np.argmax(mag)]
-    return (f"{label:>18} {len(diffs):>4} {np.median(diffs):>7.2f} {np.median(mag):>7.2f} "
-            f"{worst:>7.2f} {np.mean(mag <= stds):>6.2f} {np.mean(mag <= 2 * stds):>6.2f} "
-            f"{stds.mean() / np.sqrt(np.mean(diffs ** 2)):>8.2f}")
-
-
 def print_summary(rows):
-    """Per (geometry, N), per N and overall: the bar is median |diff| <= 0.5, worst <= 1."""
-    print()
-    header = (f"{'group':>18} {'runs':>4} {'median':>7} {'med|d|':>7} {'worst':>7} "
-              f"{'<=1std':>6} {'<=2std':>6} {'std/RMS':>8}")
-    print(header)
-    print("-" * len(header))
-    geometry = np.array([r[0] for r in rows])
-    n = np.array([r[1] for r in rows])
-    diffs = np.array([r[2] for r in rows])
-    stds = np.array([r[3] for r in rows])
+    """Per (geometry, N), per N and overall."""
+    print(f"\n{'group':>18} {'runs':>4} {'med|d|':>7} {'worst':>7} {'<=1std':>6} {'<=2std':>6} "
+          f"{'std/RMS':>8}")
+    geometry, n, diffs, stds = (np.array(column) for column in zip(*rows))
     groups = [(f"{g} {m}", (geometry == g) & (n == m))
               for m in dict.fromkeys(n) for g in dict.fromkeys(geometry)]
     groups += [(f"all {m}", n == m) for m in dict.fromkeys(n)] + [("all", n == n)]
     for label, mask in groups:
         if mask.any():
-            print(summary_line(label, diffs[mask], stds[mask]))
+            s = error_summary(diffs[mask], stds[mask])
+            print(f"{label:>18} {mask.sum():>4} {s['median_abs']:>7.2f} {s['worst']:>7.2f} "
+                  f"{s['cov1']:>6.2f} {s['cov2']:>6.2f} {s['ratio']:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,7 @@ import os
 import pathlib
 import pickle
 import sys
-import time
 import traceback
-import warnings
 
 import numpy as np
 import torch
@@ -26,15 +24,12 @@ from sklearn.datasets import load_iris
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gmm_reference import make_clusters  # noqa: E402
-
-from skevidence import (BayesianModelAverager, EvidenceGMM,  # noqa: E402
-                        EvidenceLinearRegression, EvidenceLogisticRegression, EvidenceSearch,
-                        log_evidence)
-from skevidence.datasets import make_linear_regression, make_logistic_regression  # noqa: E402
-from skevidence.models import LinearRegressionModel  # noqa: E402
-from _harness import arguments  # noqa: E402
+from skevidence import (BayesianModelAverager, EvidenceGMM, EvidenceLinearRegression,
+                        EvidenceLogisticRegression, EvidenceSearch, log_evidence)
+from skevidence.datasets import make_linear_regression, make_logistic_regression
+from skevidence.models import LinearRegressionModel
+from _harness import Timed, arguments
+from bench_gmm_reference import make_clusters
 
 REFERENCES = pathlib.Path(__file__).parent / "references"
 METHODS = ["sgais", "ais", "smc", "nested", "sequential", "sequential-nested", "online-nested"]
@@ -135,17 +130,13 @@ def run_smoke(device, dtypes, only=None):
         for name, case in smoke_cases(device, dtype):
             if only and not any(word in name for word in only):
                 continue
-            start = time.perf_counter()
             try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
+                with Timed() as t:
                     case()
-                synchronize(device)
-                note = f"{len(caught)} warnings" if caught else ""
-                if caught:
-                    note += ": " + "; ".join(sorted({str(w.message)[:80] for w in caught}))[:200]
-                print(f"OK   {dtype:>7} {name:<32} {time.perf_counter() - start:6.1f} s {note}",
-                      flush=True)
+                    synchronize(device)
+                messages = sorted({str(w.message)[:80] for w in t.caught})
+                note = f"{len(t.caught)} warnings: " + "; ".join(messages)[:200] if t.caught else ""
+                print(f"OK   {dtype:>7} {name:<32} {t.wall:6.1f} s {note}", flush=True)
             except Exception as exc:  # noqa: BLE001 -- list every failure, then go on
                 failures += 1
                 print(f"FAIL {dtype:>7} {name:<32} {type(exc).__name__}: {exc}", flush=True)
@@ -181,15 +172,12 @@ def run_table(args):
             for device, dtype, m in configs:
                 est = make(device=device, dtype=dtype, n_particles=m, random_state=args.seed)
                 synchronize(device)
-                start = time.perf_counter()
                 try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
+                    with Timed() as t:
                         est.fit(X) if y is None else est.fit(X, y)
-                    synchronize(device)
-                    wall = time.perf_counter() - start
+                        synchronize(device)
                     z, std = est.log_evidence_, est.log_evidence_std_
-                    print(f"{model:>9} {n:>7} {device:>6} {dtype:>7} {m:>5} {wall:>7.1f} "
+                    print(f"{model:>9} {n:>7} {device:>6} {dtype:>7} {m:>5} {t.wall:>7.1f} "
                           f"{z:>13.2f} {z - ref:>+7.2f} {std:>6.2f}", flush=True)
                 except Exception as exc:  # noqa: BLE001 -- a failed row, then the next
                     print(f"{model:>9} {n:>7} {device:>6} {dtype:>7} {m:>5} FAILED "

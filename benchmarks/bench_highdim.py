@@ -28,9 +28,9 @@ from sklearn.preprocessing import StandardScaler
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference.kernels import ghmc, precision_preconditioner
-from skevidence.models import LogisticRegressionModel
-from _harness import arguments, caught_warnings
+from _harness import arguments, caught_warnings, chi2
 from bench_logistic_stream import LogisticPosterior, t_importance_sampling
+
 
 def load(name, split=0, test_size=0.3):
     if name == "paper":
@@ -46,29 +46,6 @@ def load(name, split=0, test_size=0.3):
             X, y = X[keep], y[keep]
     return train_test_split(X, y, test_size=test_size, random_state=split)
 
-
-def posterior_mode(model, X, y, n_iter=100):
-    """Damped Newton on the (log-concave) posterior; returns the mode and -Hessian."""
-    def log_post(t):
-        return float(model.log_prior(t[None]) + model.log_likelihood(t[None], (X, y)).sum())
-
-    theta = torch.zeros(model.n_params, dtype=torch.float64)
-    for _ in range(n_iter):
-        grad = (model.grad_log_prior(theta[None]) + model.grad_log_likelihood(theta[None], (X, y)))[0]
-        precision = model.prior_precision(theta) + model.fisher_information(theta, (X, y))
-        step = torch.linalg.solve(precision, grad)
-        current = log_post(theta)
-        while log_post(theta + step) < current and float(step.abs().max()) > 1e-12:
-            step = step / 2
-        theta = theta + step
-        if float(step.abs().max()) < 1e-10:
-            break
-    return theta, model.prior_precision(theta) + model.fisher_information(theta, (X, y))
-
-
-def _chi2(gen, nu, m):
-    # Chi-square(nu) draws from the private generator: sum of squared normals (nu integer).
-    return (torch.randn(m, int(nu), generator=gen, dtype=torch.float64) ** 2).sum(1)
 
 def posterior_moments(model, X, y, mode, precision, n_chains=64, n_rounds=20, seed=0):
     """Mean and covariance of exact GHMC draws (the second half of ``n_rounds`` x 100 steps).
@@ -124,7 +101,7 @@ def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_step
     gen = torch.Generator().manual_seed(seed)
     chol = torch.linalg.cholesky(cov)
     z = torch.randn(n_chains, model.n_params, generator=gen, dtype=torch.float64)
-    theta = mean + (z / torch.sqrt(_chi2(gen, nu, n_chains) / nu)[:, None]) @ chol.T
+    theta = mean + (z / torch.sqrt(chi2(n_chains, nu, gen) / nu)[:, None]) @ chol.T
 
     def log_post(t):
         ll, g = model.log_likelihood_and_grad(t, (X, y))
@@ -158,14 +135,13 @@ def reference(data, split, test_size, max_d_is=200):
     Xtr, _, ytr, _ = load(data, split, test_size)
     Xs = torch.as_tensor(StandardScaler().fit_transform(Xtr))
     yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
-    model = LogisticRegressionModel(Xs.shape[1], len(np.unique(ytr)))
-    mode, precision = posterior_mode(model, Xs, yt)
-    if model.n_params <= max_d_is and data not in ("digits", "digits3"):
-        log_z, se, ess = t_importance_sampling(LogisticPosterior(Xs, yt, model.n_classes), mode,
-                                               100_000, 10, 0)
+    post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
+    mode = post.mode()
+    if post.d <= max_d_is and data not in ("digits", "digits3"):
+        log_z, se, ess = t_importance_sampling(post, mode, 100_000, 10, 0)
         return log_z, se, ess / 100_000, "IS"
-    mean, cov = posterior_moments(model, Xs, yt, mode, precision)
-    est, se, ess, _ = annealed_reference(model, Xs, yt, mean, cov)
+    mean, cov = posterior_moments(post.model, Xs, yt, mode, post.precision(mode))
+    est, se, ess, _ = annealed_reference(post.model, Xs, yt, mean, cov)
     return est, se, ess, "AIS"
 
 
@@ -184,8 +160,8 @@ def run(data, n_particles, seed, split=0, test_size=0.3):
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     Xs = torch.as_tensor(pipe[0].transform(Xtr))
     yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
-    model = LogisticRegressionModel(Xs.shape[1], len(np.unique(ytr)))
-    mode, _ = posterior_mode(model, Xs, yt)
+    post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
+    model, mode = post.model, post.mode()
     ll_mode = float(model.log_likelihood(mode[None], (Xs, yt)).sum())
     row = dict(d=model.n_params, acc_lr=baseline.score(Xte, yte), ll_mode=ll_mode, cpu=cpu,
                wall=wall, warned=any("ConvergenceWarning" in type(w.message).__name__

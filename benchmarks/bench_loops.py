@@ -1,7 +1,7 @@
 """The tables that a loop over ``fit`` measured: each table's estimators, data and seeds.
 
-``--table`` picks one: ``nested-moves``, ``mixture-1e5``, ``missed-modes``,
-``mixture-scale-bias`` or ``iris-search`` (the labels of the results page).
+``--table`` picks one: ``mixture-1e5`` or ``mixture-scale-bias`` (the
+labels of the results page).
 One line per fit (log Z, its std, the error against an importance-sampling
 reference where the table has one, CPU seconds, warnings), then per row the
 mean, the spread over seeds (SD and max - min) and the mean std. ``--seeds``
@@ -9,14 +9,13 @@ and ``--n`` shrink a run.
 """
 
 import numpy as np
-from sklearn.datasets import load_digits, load_iris, load_wine
-from sklearn.decomposition import PCA
+from sklearn.datasets import load_iris, load_wine
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skevidence import EvidenceGMM, EvidenceLogisticRegression
-from skevidence.datasets import make_gaussian_mixture, make_logistic_regression
-from _harness import GMM_PAPER, Timed, arguments
+from skevidence import EvidenceGMM
+from skevidence.datasets import make_gaussian_mixture
+from _harness import GMM_PAPER, Timed, arguments, fitted
 from bench_gmm_reference import reference_log_evidence
 
 
@@ -30,29 +29,10 @@ def standard(X):
     return StandardScaler().fit_transform(X)
 
 
-def nested_moves(n, seeds):
-    X, y = make_logistic_regression(n or 1000, random_state=1)
-    ref = -629.40 if len(y) == 1000 else None
-    yield ("logistic, nested", (X, y), ref, seeds or [0, 1, 2],
-           lambda s: EvidenceLogisticRegression(method="nested", random_state=s), None)
-
-
 def mixture_1e5(n, seeds):
     X = make_gaussian_mixture(n or 100_000, n_components=5, random_state=1)
     yield ("paper mixture, 1e4-row calls", (X,), gmm_reference(X, n_components=5, **GMM_PAPER),
            seeds or [0, 1, 2, 3], lambda s: EvidenceGMM(random_state=s, **GMM_PAPER), 10_000)
-
-
-def missed_modes(n, seeds):
-    for data_seed in (1, 2, 3):
-        X = make_gaussian_mixture(n or 100_000, n_components=5, random_state=data_seed)
-        yield (f"paper, data seed {data_seed}", (X,), None, seeds or [0, 1, 2, 3],
-               lambda s: EvidenceGMM(random_state=s, **GMM_PAPER), None)
-    X = make_pipeline(StandardScaler(), PCA(5), StandardScaler()).fit_transform(
-        load_digits().data)
-    for k in (2, 3, 4, 5):
-        yield (f"digits, K = {k}", (X,), None, seeds or [0, 1, 2, 3],
-               lambda s, k=k: EvidenceGMM(n_components=k, random_state=s), None)
 
 
 def mixture_scale_bias(n, seeds):
@@ -72,16 +52,7 @@ def mixture_scale_bias(n, seeds):
                lambda s, m=m: EvidenceGMM(n_components=2, n_particles=m, random_state=s), None)
 
 
-def iris_search(n, seeds):
-    for k in (1, 3, 4, 5, 6):
-        yield (f"iris, paper priors, K = {k}", (standard(load_iris().data),), None,
-               seeds or range(8),
-               lambda s, k=k: EvidenceGMM(n_components=k, random_state=s, **GMM_PAPER), None)
-
-
-TABLES = {"nested-moves": nested_moves, "mixture-1e5": mixture_1e5,
-          "missed-modes": missed_modes, "mixture-scale-bias": mixture_scale_bias,
-          "iris-search": iris_search}
+TABLES = {"mixture-1e5": mixture_1e5, "mixture-scale-bias": mixture_scale_bias}
 
 
 def run_row(label, data, reference, seeds, make, block):
@@ -94,7 +65,7 @@ def run_row(label, data, reference, seeds, make, block):
             else:
                 for start in range(0, len(data[0]), block):
                     est.partial_fit(*(a[start:start + block] for a in data))
-        est = est[-1] if hasattr(est, "steps") else est
+        est = fitted(est)
         values.append(est.log_evidence_)
         stds.append(est.log_evidence_std_)
         error = "" if reference is None else f" error {values[-1] - reference:+7.2f}"

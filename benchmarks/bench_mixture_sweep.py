@@ -23,22 +23,16 @@ and each run's error against it.
 """
 
 import math
-import os
-import sys
 import time
-import warnings
 
 import numpy as np
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from sklearn.datasets import load_breast_cancer, load_iris, load_wine  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-
-from skevidence import EvidenceGMM  # noqa: E402
-from skevidence.datasets import make_gaussian_mixture  # noqa: E402
-from _harness import arguments  # noqa: E402
+from skevidence import EvidenceGMM
+from skevidence.datasets import make_gaussian_mixture
+from _harness import Timed, arguments, fitted
 
 # Chosen once, before any run: the sweep's data sets. Never tune on them.
 DATA_SEEDS = list(range(1000, 1020))
@@ -48,16 +42,12 @@ PAPER_PRIORS = dict(n_components=5, mean_prior=0.0, variance_scale=1.0)
 
 def fit_once(make, X, seed):
     """One fit: ``(log Z, std, warnings, importance log Z or nan, CPU s)``."""
-    start = time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        est = make(seed).fit(X)
-    est = est[-1] if hasattr(est, "steps") else est
-    messages = sorted({w.category.__name__ for w in caught
+    with Timed() as t:
+        est = fitted(make(seed).fit(X))
+    messages = sorted({w.category.__name__ for w in t.caught
                        if w.category.__module__.startswith(("skevidence", "sklearn.exceptions"))})
     return (est.log_evidence_, est.log_evidence_std_, messages,
-            est.diagnostics_.get("importance_log_evidence", math.nan),
-            time.process_time() - start)
+            est.diagnostics_.get("importance_log_evidence", math.nan), t.cpu)
 
 
 def seed_z(values, stds):

@@ -16,7 +16,6 @@ import math
 import multiprocessing
 import os
 import resource
-import sys
 import time
 import traceback
 import warnings
@@ -24,15 +23,10 @@ import warnings
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression  # noqa: E402
-from skevidence.datasets import (  # noqa: E402
-    make_gaussian_mixture,
-    make_linear_regression,
-    make_logistic_regression,
-)
-from _harness import GMM_PAPER, LINEAR_PAPER, arguments
+from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
+from skevidence.datasets import (make_gaussian_mixture, make_linear_regression,
+                                 make_logistic_regression)
+from _harness import GMM_PAPER, LINEAR_PAPER, Timed, arguments
 
 # Importance-sampling references of make_logistic_regression(N, random_state=1)
 # (bench_logistic_stream.importance_sampling, standard error about 0.01 nats).
@@ -293,12 +287,11 @@ def main():
         for n in map(int, sizes):
             problem = PROBLEMS[name](n)
             ref, ref_note = problem.reference()
-            wall, cpu = time.perf_counter(), time.process_time()
-            est = problem.skevidence(args.seed)
-            sk_wall, sk_cpu = time.perf_counter() - wall, time.process_time() - cpu
+            with Timed() as sk:
+                est = problem.skevidence(args.seed)
             print(f"{name:>8} {n:>7} {'reference':>10} {'':>15} {ref:>12.2f} ({ref_note})",
                   flush=True)
-            print(f"{name:>8} {n:>7} {'skevidence':>10} {sk_wall:>7.1f} {sk_cpu:>7.1f} "
+            print(f"{name:>8} {n:>7} {'skevidence':>10} {sk.wall:>7.1f} {sk.cpu:>7.1f} "
                   f"{est.log_evidence_:>12.2f} {est.log_evidence_ - ref:>+7.2f} "
                   f"{'-':>10} {1.0:>8.2f}", flush=True)
             for peer in available:
@@ -306,7 +299,7 @@ def main():
                 if result[0] == "cap" and result[2] is not None:
                     # a lower bound of the ratio: the CPU it used before the cap
                     print(f"{name:>8} {n:>7} {peer:>10}  stopped: {result[1]} after "
-                          f"{result[2]:.0f} CPU s (CPU / sk >= {result[2] / sk_cpu:.1f})",
+                          f"{result[2]:.0f} CPU s (CPU / sk >= {result[2] / sk.cpu:.1f})",
                           flush=True)
                     continue
                 if result[0] != "ok":
@@ -316,7 +309,7 @@ def main():
                 evals = f"{n_like:>10d}" if n_like is not None else f"{'-':>10}"
                 print(f"{name:>8} {n:>7} {peer:>10} {wall:>7.1f} {cpu:>7.1f} {logz:>12.2f} "
                       f"{logz - ref:>+7.2f} {evals} "
-                      f"{cpu / sk_cpu:>8.2f}", flush=True)
+                      f"{cpu / sk.cpu:>8.2f}", flush=True)
     print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 

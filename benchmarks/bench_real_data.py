@@ -25,9 +25,7 @@ importance-sampling check; ``alone`` is the annealing's error by itself.
 """
 
 import os
-import time
 import urllib.request
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -37,7 +35,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression
-from _harness import arguments
+from _harness import Timed, arguments
 from bench_logistic_stream import importance_sampling
 
 RDATASETS = "https://vincentarelbundock.github.io/Rdatasets/csv"
@@ -117,23 +115,20 @@ def main():
         errors, stds = [], []
         for seed in range(args.seeds):
             pipe = make_pipeline(prep, ESTIMATORS[kind](random_state=seed))
-            cpu = time.process_time()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
+            try:
+                with Timed() as t:
                     pipe.fit(X, y)
-                except FloatingPointError as error:
-                    print(f"{name:<15} {len(y):>6} {seed:>4}  failed: {str(error)[:70]}")
-                    continue
+            except FloatingPointError as error:
+                print(f"{name:<15} {len(y):>6} {seed:>4}  failed: {str(error)[:70]}")
+                continue
             est = pipe[-1]
             errors.append(est.log_evidence_ - ref)
             stds.append(est.log_evidence_std_)
-            kinds = sorted({type(w.message).__name__ for w in caught})
             alone = est.diagnostics_["annealing_log_evidence"] - ref
             print(f"{name:<15} {len(y):>6} {seed:>4} {est.log_evidence_:>12.2f} "
                   f"{errors[-1]:>+7.2f} {stds[-1]:>5.2f} {alone:>+7.2f} "
                   f"{est.diagnostics_['annealing_log_evidence_std']:>5.2f} "
-                  f"{time.process_time() - cpu:>6.1f}  {' '.join(kinds) or '-'}", flush=True)
+                  f"{t.cpu:>6.1f}  {' '.join(t.warnings) or '-'}", flush=True)
         if len(errors) > 1:
             errors = np.array(errors)
             print(f"{name:<15} RMS error {np.sqrt(np.mean(errors**2)):.2f}, SD over seeds "

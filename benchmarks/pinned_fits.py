@@ -18,8 +18,6 @@ earlier run.
 import json
 import platform
 import subprocess
-import time
-import warnings
 from datetime import date
 
 import numpy as np
@@ -30,7 +28,7 @@ import skevidence
 from skevidence import EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression
 from skevidence.datasets import (make_gaussian_mixture, make_linear_regression,
                                  make_logistic_regression)
-from _harness import LINEAR_PAPER, arguments
+from _harness import LINEAR_PAPER, Timed, arguments
 
 SEED = 0        # sampler seed of every fit
 DATA_SEED = 1   # the data of the paper's reference runs
@@ -71,16 +69,12 @@ def fits():
 def run_one(make_estimator, make_data):
     X, y = make_data()
     est = make_estimator()
-    start = time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
+    try:
+        with Timed() as t:
             est.fit(X, y) if y is not None else est.fit(X)
-        except (FloatingPointError, ValueError) as exc:  # a pinned failure is a result too
-            return {"log_evidence": float("nan"), "log_evidence_std": float("nan"),
-                    "cpu_s": round(time.process_time() - start, 2),
-                    "warnings": [f"{type(exc).__name__}: {exc}"[:80]]}
-    cpu = time.process_time() - start
+    except (FloatingPointError, ValueError) as exc:  # a pinned failure is a result too
+        return {"log_evidence": float("nan"), "log_evidence_std": float("nan"),
+                "cpu_s": round(t.cpu, 2), "warnings": [f"{type(exc).__name__}: {exc}"[:80]]}
     # The engine's numbers: the annealing's estimate, which log_evidence_ combines
     # with the importance-sampling check where that applies.
     diag = getattr(est, "diagnostics_", {})
@@ -89,8 +83,7 @@ def run_one(make_estimator, make_data):
         est.log_evidence_, est.log_evidence_std_)
     return {"log_evidence": float(engine[0]), "log_evidence_std": float(engine[1]),
             "reported": float(est.log_evidence_), "reported_std": float(est.log_evidence_std_),
-            "cpu_s": round(cpu, 2),
-            "warnings": sorted({type(w.message).__name__ for w in caught})}
+            "cpu_s": round(t.cpu, 2), "warnings": t.warnings}
 
 
 def _same(a, b):

@@ -78,7 +78,7 @@ class GPClassifierLatent(Model):
 # ---------------------------------------------------
 # A multivariate t (10 degrees of freedom) centred at the posterior mode of
 # ``u`` with the inverse Hessian there as its scale; its effective sample
-# size gives its own error bar. (``benchmarks/bench_gp_classifier.py`` runs
+# size gives its own error bar. (``python -m benchmarks gp-classifier`` runs
 # it with a million draws, and SGAIS over many seeds.)
 
 

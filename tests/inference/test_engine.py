@@ -195,7 +195,7 @@ def test_adjusted_moves_adapt_their_step(method):
 def test_nested_trajectories_follow_the_dimension_and_n_burnin(monkeypatch):
     # A new live point is a copy of a survivor that must decorrelate in every
     # direction: max(n_burnin, n_params) / 2 trajectories, so a larger
-    # n_burnin still buys more (docs/benchmarks.rst, "nested-moves").
+    # n_burnin still buys more (docs/user_guide/design_notes.rst, "nested-moves").
     from skevidence.inference import nested
     from skevidence.inference.config import SGAISConfig
 
