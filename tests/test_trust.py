@@ -8,6 +8,8 @@ import pytest
 import torch
 from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
+
+from skevidence.exceptions import PreconditionWarning
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import (EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression,
@@ -207,7 +209,8 @@ def test_diverging_learning_rate_warns_or_raises():
     X, y = make_logistic_regression(6000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        with pytest.raises((ConvergenceWarning, FloatingPointError)):
+        warnings.simplefilter("error", PreconditionWarning)
+        with pytest.raises((ConvergenceWarning, PreconditionWarning, FloatingPointError)):
             EvidenceLogisticRegression(learning_rate=5, random_state=1).fit(X, y)
 
 

@@ -183,7 +183,7 @@ def test_engine_failure_during_partial_fit_keeps_the_fitted_state(monkeypatch):
 
     def fail_on_second_chunk(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] >= 2:  # the rerun with each particle's own metric fails too
             raise FloatingPointError("simulated divergence")
         return original(*args, **kwargs)
 
