@@ -8,14 +8,13 @@ import pytest
 import torch
 from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
-
-from skevidence.exceptions import PreconditionWarning
 from sklearn.preprocessing import StandardScaler
 
 from skevidence import (EvidenceGMM, EvidenceLinearRegression, EvidenceLogisticRegression,
                         _trust)
 from skevidence._trust import MISSED_MODE_NATS
 from skevidence.datasets import make_logistic_regression
+from skevidence.exceptions import PreconditionWarning
 from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
 from skevidence.inference import sgais
 from skevidence.inference.importance import ImportanceEstimate
