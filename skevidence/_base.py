@@ -3,22 +3,26 @@
 Subclasses (the public estimators) only say which model they fit, how
 their inputs become tensors, and which fitted attributes they expose; this
 class turns ``fit`` / ``partial_fit`` into calls of the engine that
-``method`` names (SGAIS by default; ``skevidence.inference.ENGINES``) and
-guarantees that a failed call leaves a fitted estimator as it was.
+``method`` names (SGAIS by default; ``skevidence.inference.ENGINES``), one
+run or ``n_init`` independent runs merged (``_runs``), and guarantees that
+a failed call leaves a fitted estimator as it was.
 """
 
 import dataclasses
 import warnings
+
+from numbers import Integral
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._config import with_torch_threads
 from ._posterior import PosteriorMixin
+from ._runs import IndependentRunsMixin
 from ._trust import TrustDiagnosticsMixin
 from ._validation import check_device, check_magnitude, resolve_dtype
 from .inference import ENGINES, sgais
@@ -50,7 +54,8 @@ class PreconditionWarning(UserWarning):
     each particle's own (``engine_options={'precondition': 'model'}``)."""
 
 
-class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator):
+class BaseEvidenceEstimator(IndependentRunsMixin, PosteriorMixin, TrustDiagnosticsMixin,
+                            BaseEstimator):
     """Base class of the SGAIS estimators. Not for direct use.
 
     It holds the parameters every estimator shares, their constraints, and
@@ -85,12 +90,13 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
         "verbose": ["verbose"],
         "engine_options": [dict, None],
         "method": [StrOptions(set(ENGINES))],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, *, n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
                  learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
                  reservoir_size=None, device="cpu", dtype="float64", random_state=None,
-                 verbose=0, engine_options=None, method="sgais"):
+                 verbose=0, engine_options=None, method="sgais", n_init=1):
         store_init_params(self, locals())
 
     def _check_params(self):
@@ -136,7 +142,7 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
                 f"n_particles={m} is below {_MIN_RELIABLE_PARTICLES}: the evidence can be "
                 "many nats off, far beyond its log_evidence_std_, because the weights of so "
                 "few particles degenerate; use at least "
-                f"{_MIN_RELIABLE_PARTICLES} (the default is 128; see the benchmarks page)",
+                f"{_MIN_RELIABLE_PARTICLES} (see the benchmarks page)",
                 ConvergenceWarning, stacklevel=2)
 
     def _engine_config(self):
@@ -215,10 +221,22 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
         self : object
             The updated estimator.
         """
-        return self._fit(X, y, reset=not hasattr(self, "_state"))
+        return self._fit(X, y, reset=not self._started())
+
+    def _started(self):
+        """Whether a fit is under way for ``partial_fit`` to continue."""
+        return "_state" in vars(self) or "_runs" in vars(self)
+
+    def _fit(self, X, y, reset, **kwargs):
+        """``fit`` / ``partial_fit``: one run, or ``n_init`` independent runs merged."""
+        if not reset:
+            self._check_continued_runs()
+        if self.n_init > 1:
+            return self._fit_runs(X, y, reset, **kwargs)
+        return self._fit_one(X, y, reset, **kwargs)
 
     @with_torch_threads
-    def _fit(self, X, y, reset, **kwargs):
+    def _fit_one(self, X, y, reset, **kwargs):
         """Validate, then run the engine; the estimator changes only if all of it succeeds."""
         new = object.__new__(type(self))
         vars(new).update(vars(self))
@@ -313,6 +331,11 @@ class BaseEvidenceEstimator(PosteriorMixin, TrustDiagnosticsMixin, BaseEstimator
         self.n_samples_seen_ = int(state.n_seen)
         self.particles_ = state.theta.detach().to("cpu", torch.float64).numpy().copy()
         self.particle_weights_ = np.exp(state.log_W)
+        self._set_model_attributes()
+
+    def _set_model_attributes(self):
+        """The model's fitted attributes, from ``particles_`` and ``particle_weights_``
+        (subclasses add theirs)."""
 
     def _check_data_magnitude(self, X, y):
         check_magnitude(X, "X", self._torch_dtype)

@@ -128,12 +128,12 @@ WEIGHTS_ATTRIBUTES_DOC = """    particle_weights_ : ndarray of shape (n_particle
         Number of observations conditioned on."""
 
 _SHARED_PARAMS_DOC = """\
-    n_particles : int, default=128
-        Number of weighted particles ``M``. The evidence estimator's own
-        floor (weight degeneracy) falls with ``M``; 128 keeps it small
-        against the differences between models at little cost
-        (:doc:`/benchmarks`). At least 2; below 16 a ``ConvergenceWarning``
-        says the evidence can be far off.
+    n_particles : int, default={n_particles}
+        Number of weighted particles ``M`` (of each run, with ``n_init >
+        1``). The evidence estimator's own floor (weight degeneracy) falls
+        with ``M``; {n_particles} keeps it small against the differences
+        between models at little cost (:doc:`/benchmarks`). At least 2;
+        below 16 a ``ConvergenceWarning`` says the evidence can be far off.
     max_particles : int or None, default=None
         ``None`` uses ``n_particles`` throughout. An integer (at least
         ``n_particles``) turns on Adaptive Resample-Move: a chunk whose
@@ -229,13 +229,28 @@ _SHARED_PARAMS_DOC = """\
         warning the first time). Every method but ``"sgais"`` and
         ``"sequential"`` keeps all observations (``reservoir_size`` must be
         None), and the adjusted moves adapt their own step size
-        (``learning_rate`` is for SGHMC only)."""
+        (``learning_rate`` is for SGHMC only).
+    n_init : int, default={n_init}
+        Number of independent runs, each of ``n_particles`` particles from
+        its own seed (drawn from ``random_state``), sharing nothing but the
+        data. ``log_evidence_`` is their inverse-variance weighted mean and
+        ``log_evidence_std_`` its std widened by the Birge ratio where the
+        runs disagree beyond their error bars (a ``ConvergenceWarning``
+        where the ratio exceeds 4); the posterior pools their particles,
+        each run's weights scaled by its evidence. Where the posterior has
+        modes the annealing weighs by chance (a mixture's overlapping or
+        unneeded components), runs end in different configurations that one
+        run's error bar cannot see. ``diagnostics_`` then holds the runs'
+        own diagnostics (``init_diagnostics``) and evidences
+        (``init_log_evidence``, ``init_log_evidence_std``).{n_init_why}"""
 
 
-def shared_params_doc(*, learning_rate, warmup, dtype="float64", dtype_why=""):
+def shared_params_doc(*, learning_rate, warmup, dtype="float64", dtype_why="", n_particles=128,
+                      n_init=1, n_init_why=""):
     """The Parameters paragraphs every estimator shares, with its defaults."""
     return fill(_SHARED_PARAMS_DOC, learning_rate=learning_rate, warmup=warmup, dtype=dtype,
-                dtype_why=dtype_why)
+                dtype_why=dtype_why, n_particles=n_particles, n_init=n_init,
+                n_init_why=n_init_why)
 
 
 # Sections of the methods' docstrings (indented for a method of a class).

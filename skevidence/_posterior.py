@@ -43,6 +43,10 @@ class PosteriorMixin:
         return torch.as_tensor(self.particle_weights_, dtype=torch.float64, device=self.device)
 
     def _particles_tensor(self):
+        """The particles in the engine's parameterisation (those of the runs pooled,
+        with ``n_init > 1``)."""
+        if "_runs" in vars(self):
+            return self._pooled_theta
         return self._state.theta.to(torch.float64)
 
     def to_inference_data(self, X=None, y=None, *, n_draws=None, resample=True,

@@ -316,17 +316,20 @@ class TrustDiagnosticsMixin:
                 "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
                 "can be many nats off (try more n_burnin or n_particles)")
         z = diag["importance_z"]
+        # Where the two estimates were combined, the Birge ratio has widened the
+        # error bar over their difference: the number stands, and says how sure it is.
         if (diag["importance_ess"] * diag["importance_draws"] >= IMPORTANCE_MIN_EFFECTIVE
-                and abs(z) > IMPORTANCE_Z):
+                and abs(z) > IMPORTANCE_Z and not math.isfinite(diag["birge_ratio"])):
             n = diag["posterior_gap_n_seen"]
             reasons.append(
                 f"after {n} observations the annealing's log evidence is {z:+.1f} combined "
                 "standard deviations from an importance-sampling estimate at the posterior "
                 f"mode ({diag['importance_log_evidence']:.6g} +- "
-                f"{diag['importance_log_evidence_std']:.2g}): the particles lag or miss "
-                "the posterior (log_evidence_ combines the two, its std widened to cover "
-                "their difference; try more n_burnin or n_particles, or a smaller "
-                "learning_rate)")
+                f"{diag['importance_log_evidence_std']:.2g}), not combined with it (a "
+                "method other than 'sgais', or one whose engine has folded an estimate of "
+                "its own into the annealing's since): "
+                "the particles lag or miss the posterior (try more n_burnin or "
+                "n_particles, or a smaller learning_rate)")
         if diag["missed_mode_excess"] > MISSED_MODE_NATS:
             reasons.append(
                 f"after {diag['posterior_gap_n_seen']} observations a search for other "
@@ -366,8 +369,15 @@ class TrustDiagnosticsMixin:
         reasons = self._untrustworthy_reasons(diag)
         diag["warnings"] = reasons + self._long_chunk_record()
         self.diagnostics_ = diag
+        self._untrustworthy = reasons
+        if vars(self).get("_reports_untrustworthy", True):  # a merged fit reports its runs'
+            self._emit_untrustworthy(reasons, stacklevel=7)
+
+    def _emit_untrustworthy(self, reasons, stacklevel):
+        """One ConvergenceWarning listing ``reasons`` (none if there are none), at the
+        caller of ``fit`` / ``partial_fit`` ``stacklevel`` frames up."""
         if reasons:
             warnings.warn(
                 f"{type(self).__name__}: the evidence estimate is not trustworthy: "
                 + "; ".join(reasons) + ". See diagnostics_.",
-                ConvergenceWarning, stacklevel=4)
+                ConvergenceWarning, stacklevel=stacklevel)

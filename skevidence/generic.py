@@ -182,7 +182,7 @@ class EvidenceModel(BaseEvidenceEstimator):
         n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
-        engine_options=None, method="sgais",
+        engine_options=None, method="sgais", n_init=1,
     ):
         store_init_params(self, locals())
 

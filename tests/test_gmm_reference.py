@@ -56,7 +56,7 @@ def test_three_component_evidence_past_the_warm_up(baoab_calls):
     from skevidence import EvidenceGMM
 
     X = make_clusters(5000, "separated", 0)
-    est = EvidenceGMM(n_components=3, random_state=0).fit(X)
+    est = EvidenceGMM(n_components=3, n_particles=128, n_init=1, random_state=0).fit(X)
     trace = est.evidence_trace_
     assert len(baoab_calls) > 6 and (trace["n_adjusted_moves"][trace["n_seen"] > 2000] == 0).all()
     cv = est._state.cv
@@ -81,7 +81,7 @@ def test_three_component_evidence_folded_at_8000_rows():
     X = make_clusters(8200, "separated", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = EvidenceGMM(n_components=3, random_state=0).fit(X)
+        est = EvidenceGMM(n_components=3, n_particles=128, n_init=1, random_state=0).fit(X)
     std = dict(zip(est.evidence_trace_["n_seen"], est.evidence_trace_["log_evidence_std"]))
     # Sampler seeds 0-5: 0.39-0.43 at 7500, 0.046-0.087 at 8000.
     assert std[8000] < 0.1 < 0.3 < std[7500]

@@ -205,7 +205,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
         n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
-        engine_options=None, method="sgais",
+        engine_options=None, method="sgais", n_init=1,
     ):
         store_init_params(self, locals())
 
@@ -257,8 +257,8 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
     def _to_batch(self, X, y):
         return self._as_tensor(X), self._as_tensor(y)
 
-    def _set_fitted_attributes(self):
-        super()._set_fitted_attributes()
+    def _set_model_attributes(self):
+        super()._set_model_attributes()
         model = self._model
         self.intercept_prior_mean_ = model.intercept_prior_mean
         self.noise_prior_scale_ = model.noise_prior_scale if model.unknown_noise else None

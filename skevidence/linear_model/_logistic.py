@@ -219,7 +219,7 @@ default=1.0
         n_particles=128, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.1, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float32", random_state=None, verbose=0,
-        engine_options=None, method="sgais",
+        engine_options=None, method="sgais", n_init=1,
     ):
         store_init_params(self, locals())
 
@@ -301,13 +301,13 @@ default=1.0
         self : EvidenceLogisticRegression
             The updated estimator.
         """
-        first = not hasattr(self, "_state")
+        first = not self._started()
         if first and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit.")
         return self._fit(X, y, reset=first, classes=classes)
 
-    def _set_fitted_attributes(self):
-        super()._set_fitted_attributes()
+    def _set_model_attributes(self):
+        super()._set_model_attributes()
         mean = self.particle_weights_ @ self.particles_
         K, p = len(self.classes_), self.n_features_in_
         self.coef_ = mean[: K * p].reshape(K, p)
