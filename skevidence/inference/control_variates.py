@@ -44,11 +44,6 @@ from .relabelling import aligned, nearest_relabelling
 __all__ = ["ControlVariate", "refresh_reference", "reference_at_particles", "full_gradient_sum",
            "blockwise_sum", "posterior_precision", "rounded_gradient", "past_term_gradient"]
 
-# Most rows of past data per block when summing gradients over the whole
-# store at one or two references (more references: models.batches.row_blocks).
-_MAX_BLOCK_ROWS = 1 << 15
-# Particles at which a second-order control variate checks its linear term.
-_N_PROBES = 4
 # Growth of the data between two moves of the second-order term's anchor.
 ANCHOR_REFRESH_FACTOR = 2.0
 # The linear term is kept where it cuts the mini-batch gradient's variance
@@ -103,11 +98,13 @@ def past_term_gradient(model, cv):
     return lambda theta, batch: rounded_gradient(model, theta, batch)
 
 
-def blockwise_sum(summed_over_batch, theta, batch):
-    """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None)."""
+def blockwise_sum(summed_over_batch, theta, batch, max_rows=1 << 15):
+    """``summed_over_batch(theta, block)`` added over blocks of the batch (None if any is None):
+    at one or two references blocks of at most ``max_rows`` rows (more references:
+    models.batches.row_blocks)."""
     n_points = theta.shape[0] if theta.dim() > 1 else 1  # (an anchor is one point, [d])
     blocks = [summed_over_batch(theta, block)
-              for block in row_blocks(batch, n_points, _MAX_BLOCK_ROWS)]
+              for block in row_blocks(batch, n_points, max_rows)]
     return None if any(b is None for b in blocks) else sum(blocks)
 
 
@@ -418,7 +415,7 @@ def refresh_reference(model, state, config):
     return reference_at_particles(model, state)
 
 
-def reference_at_particles(model, state, move_anchor=False):
+def reference_at_particles(model, state, move_anchor=False, n_probes=4):
     """The state whose control variate's reference(s) moved to the particles (their mean,
     for a shared one).
 
@@ -426,6 +423,7 @@ def reference_at_particles(model, state, move_anchor=False):
     to the labelling nearest the heaviest particle's (a mixture's), as are
     the probes that measure its noise; ``move_anchor`` moves it now (the
     particles moved to another mode), not only once the data have doubled.
+    ``n_probes`` particles check the second-order term's linear term.
     """
     cv = state.cv
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
@@ -433,7 +431,7 @@ def reference_at_particles(model, state, move_anchor=False):
     theta = aligned(state.theta, state.theta[int(W.argmax())], maps)
     anchor = W @ theta
     new_ref = anchor[None, :] if cv.theta_ref.shape[0] == 1 else state.theta.clone()
-    probes = theta[:: max(theta.shape[0] // _N_PROBES, 1)][:_N_PROBES]
+    probes = theta[:: max(theta.shape[0] // n_probes, 1)][:n_probes]
     return replace(state, cv=cv.refresh(model, new_ref, state.reservoir.data(), state.n_seen,
                                          probes, anchor, maps, move_anchor=move_anchor))
 

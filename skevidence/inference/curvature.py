@@ -12,30 +12,26 @@ from every row where the subsample's is not positive definite.
 import torch
 
 from ..models.base import has_fisher_information
-from ..models.batches import batch_size_of, cast_batch, row_blocks, take
+from ..models.batches import SUM_ROWS, batch_size_of, cast_batch, row_blocks, take
 from .control_variates import blockwise_sum, posterior_precision
 from .posterior_gap import log_posterior_and_grad
 
 __all__ = ["curvature_near_mode", "whole_store_curvature", "curvature_factor",
            "differenced_precision"]
 
-# Rows of the store from which the proposal's curvature is taken, scaled up
-# (relative errors of about sqrt(d / rows) cost a few percent of the ESS).
-CURVATURE_ROWS = 16384
 # Relative step of the central differences that give the curvature of models
 # without a Fisher information (in double precision: errors of about 1e-7).
 DIFFERENCE_STEP = 1e-5
-# Rows per model call of the differences' gradients (all 2 d displaced points
-# at once), as in the importance draws' sums.
-DIFFERENCE_ROWS = 4096
 
 
-def curvature_near_mode(model, theta, store, dtype):
-    """:func:`curvature_factor` at ``theta [d]`` from a strided subsample of the store
-    (d^2 per row), or from the whole store where the subsample's is not positive
-    definite: a mixture's small component (a few hundred of 1e5 rows) has a
-    curvature that a subsample's noise can turn negative."""
-    rows = _strided_rows(store, CURVATURE_ROWS)
+def curvature_near_mode(model, theta, store, dtype, n_rows=16384):
+    """:func:`curvature_factor` at ``theta [d]`` from a strided subsample of about
+    ``n_rows`` rows of the store, scaled up (d^2 per row; relative errors of about
+    ``sqrt(d / n_rows)`` cost a few percent of the ESS), or from the whole store
+    where the subsample's is not positive definite: a mixture's small component (a
+    few hundred of 1e5 rows) has a curvature that a subsample's noise can turn
+    negative."""
+    rows = _strided_rows(store, n_rows)
     chol = curvature_factor(model, theta, rows, batch_size_of(store), dtype)
     if chol is None and rows is not store:
         chol = whole_store_curvature(model, theta, store, dtype)
@@ -86,7 +82,7 @@ def differenced_precision(model, theta, rows, scale):
     steps = DIFFERENCE_STEP * theta.abs().clamp_min(1.0)
     points = torch.cat([theta + torch.diag(steps), theta - torch.diag(steps)])
     rows = cast_batch(rows, torch.float64)
-    _, grad = log_posterior_and_grad(model, points, row_blocks(rows, 2 * d, DIFFERENCE_ROWS),
+    _, grad = log_posterior_and_grad(model, points, row_blocks(rows, 2 * d, SUM_ROWS),
                                      scale)
     hessian = (grad[:d] - grad[d:]) / (2.0 * steps[:, None])
     return -0.5 * (hessian + hessian.T)

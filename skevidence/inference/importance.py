@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..models.batches import cast_batch, row_blocks
+from ..models.batches import SUM_ROWS, cast_batch, row_blocks
 from . import relabelling
 from .curvature import curvature_near_mode, whole_store_curvature
 
@@ -38,30 +38,14 @@ __all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "
 # Degrees of freedom of the proposal: tails heavier than a near-Gaussian
 # posterior's, so the weights stay bounded, yet few draws wasted in them.
 NU = 8
-# Newton steps from the particles' mean to the mode, until one predicts a
-# rise below CONVERGED_RISE nats (the mode within a tenth of a posterior
-# standard deviation; the draws' weights lose about 1% of their ESS to that).
-N_NEWTON = 10
-CONVERGED_RISE = 0.005
 # Newton steps that predict a rise below this many nats go untested on a
 # single-precision store, whose log density errs by a part of that at 1e6 rows.
 SINGLE_UNCHECKED_RISE = 1.0
-# Most rows per sum in the store's dtype (single precision: about 1e-4 relative).
-# A double-precision store is summed in blocks of DOUBLE_SUM_ROWS: each
-# block is a model call, whose fixed cost dominates the climbs' evaluations
-# over a large store in smaller blocks.
-SUM_ROWS = 4096
-DOUBLE_SUM_ROWS = 65536
-# A climb longer than this (in posterior standard deviations) takes the
-# curvature again, at most MAX_CURVATURES times.
-MAX_CLIMB = 3.0
-MAX_CURVATURES = 8
 # The particles hold one mode where at most CLOUD_OUTSIDE of their weight lies
 # beyond the 1 - 1e-4 quantile of the squared Mahalanobis distance of posterior
 # draws (chi-square, d degrees of freedom) from the cloud's mean: a cloud split
 # between modes puts a whole group there; a healthy one about 1e-4 of its weight.
 CLOUD_OUTSIDE = 0.05
-_Z_1E4 = 3.719  # the standard normal's 1 - 1e-4 quantile
 
 
 def applies(model):
@@ -176,17 +160,18 @@ def _start_of_climb(model, mean, heaviest, start, maps, store, dtype):
     return start, chol
 
 
-def _climb(model, theta, chol, store, dtype):
+def _climb(model, theta, chol, store, dtype, max_climb=3.0, max_curvatures=8):
     """``(mode, chol)``: Newton from ``theta [d]`` to the mode, and the Cholesky factor of
     the posterior precision there; None where the curvature is not positive definite or
-    the climb does not settle within MAX_CURVATURES curvatures. ``chol``: the factor at
-    ``theta``, if already taken (or None)."""
+    the climb does not settle within ``max_curvatures`` curvatures. ``chol``: the factor at
+    ``theta``, if already taken (or None). A climb longer than ``max_climb`` posterior
+    standard deviations takes the curvature again where it arrived."""
     log_p_and_grad = _log_posterior(model, store, dtype)
     unchecked = SINGLE_UNCHECKED_RISE if dtype == torch.float32 else 0.0
     # The curvature at a start near the mode (the particles' mean) serves the
     # climb and the proposal; a climb that goes further takes it again where it
     # arrived.
-    for _ in range(MAX_CURVATURES):
+    for _ in range(max_curvatures):
         if chol is None:
             chol = curvature_near_mode(model, theta, store, dtype)
         climb = None if chol is None else _newton(log_p_and_grad, theta, chol, unchecked)
@@ -195,18 +180,23 @@ def _climb(model, theta, chol, store, dtype):
         mode, converged = climb
         moved = float((chol.T @ (mode - theta)).square().sum()) ** 0.5
         theta = mode
-        if converged and moved <= MAX_CLIMB:
+        if converged and moved <= max_climb:
             return mode, chol
         chol = None
     return None
 
 
-def _log_posterior(model, store, dtype):
-    """``theta [d] -> (log p, grad)`` of the posterior on ``store``, in double precision."""
-    # Blocks of SUM_ROWS, each summed in the store's dtype and added in double:
-    # one single-precision sum over many rows would err by several posterior
-    # standard deviations in the gradient at the mode, a difference of two large sums.
-    rows = DOUBLE_SUM_ROWS if dtype == torch.float64 else SUM_ROWS
+def _log_posterior(model, store, dtype, double_rows=65536):
+    """``theta [d] -> (log p, grad)`` of the posterior on ``store``, in double precision.
+
+    A double-precision store is summed in blocks of ``double_rows`` rows: each
+    block is a model call, whose fixed cost dominates the climbs' evaluations
+    over a large store in smaller blocks."""
+    # A single-precision store in blocks of at most SUM_ROWS rows, each summed in
+    # the store's dtype and added in double: one single-precision sum over many rows
+    # would err by several posterior standard deviations in the gradient at the
+    # mode, a difference of two large sums.
+    rows = double_rows if dtype == torch.float64 else SUM_ROWS
     blocks = [model.prepare_batch(block) for block in row_blocks(store, 1, rows)]
 
     def log_p_and_grad(theta):
@@ -298,11 +288,12 @@ def _within_draws(offsets, chol):
 def _chi2_quantile(d):
     """The 1 - 1e-4 quantile of the chi-square with ``d`` degrees of freedom (Wilson &
     Hilferty 1931: within 1% from d = 3 on)."""
+    z = 3.719  # the standard normal's 1 - 1e-4 quantile
     c = 2.0 / (9.0 * d)
-    return d * (1.0 - c + _Z_1E4 * math.sqrt(c)) ** 3
+    return d * (1.0 - c + z * math.sqrt(c)) ** 3
 
 
-def _newton(log_p_and_grad, theta, chol, unchecked):
+def _newton(log_p_and_grad, theta, chol, unchecked, max_steps=10, converged_rise=0.005):
     """``(theta, converged)`` after Newton steps with the fixed curvature ``chol chol^T``.
 
     A step whose Newton decrement (the rise it predicts, in nats) is below
@@ -311,16 +302,18 @@ def _newton(log_p_and_grad, theta, chol, unchecked):
     double precision all of them, as a curvature that misses part of a skewed
     posterior's (a mixture whose smallest component holds a small share of
     the rows) makes steps of a predicted half nat overshoot, and untested
-    they go back and forth for dozens of steps. Converged: the last
-    step predicted a rise below CONVERGED_RISE.
+    they go back and forth for dozens of steps. Converged within ``max_steps``: the
+    last step predicted a rise below ``converged_rise`` nats (the mode within a tenth
+    of a posterior standard deviation; the draws' weights lose about 1% of their ESS
+    to that).
     """
     log_p, grad = _float64(*log_p_and_grad(theta))
     if not math.isfinite(log_p):
         return None
-    for _ in range(N_NEWTON):
+    for _ in range(max_steps):
         step = torch.cholesky_solve(grad[:, None], chol)[:, 0]
         rise = 0.5 * float(grad @ step)
-        if rise < CONVERGED_RISE:
+        if rise < converged_rise:
             return theta, True
         for _ in range(8):
             new_log_p, new_grad = _float64(*log_p_and_grad(theta + step))

@@ -36,13 +36,12 @@ FOLD_MIN_ESS = 0.2
 # per particle, as the t fits such modes loosely (an ESS of a small share of
 # the draws):
 # RESCUE_ROW_DRAWS draw-rows (the cost of a pass over the store), within
-# [RESCUE_DRAWS, MAX_RESCUE_DRAWS]; and the odds (e^MISSED_MODE_NATS to 1)
+# [RESCUE_DRAWS, 2 RESCUE_DRAWS]; and the odds (e^MISSED_MODE_NATS to 1)
 # that its mass dwarfs theirs. At 100 to 1 a run whose cloud sits a few nats
 # below a missed mode stays there and its evidence comes out low; at 10 to 1
 # it moves, while the mixtures whose clouds hold the mode, whose excess stays
 # well below log(10), never do (docs: benchmarks, Gaussian mixture).
 RESCUE_DRAWS = 512
-MAX_RESCUE_DRAWS = 1024
 RESCUE_ROW_DRAWS = 2**22
 MISSED_MODE_NATS = math.log(10.0)
 # The search weighs its points with SCREEN_DRAWS draws each (the log of a mean
@@ -171,7 +170,7 @@ def move_to_missed_mode(model, state, config, ends_update=False):
                                                                                 config))
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
         if found is not None and found[0].log_evidence > bar - SCREEN_MARGIN:
-            n_draws = min(MAX_RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
+            n_draws = min(2 * RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
             found = importance.importance_at(model, found[3], store, n_draws, generator)
     state = replace(state, search_found=SearchFound(state.n_seen,
                                                      None if found is None else found[0]))

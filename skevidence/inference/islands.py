@@ -24,16 +24,12 @@ __all__ = [
     "island_sizes", "systematic_resample_islands", "log_evidence_std",
 ]
 
-# Fewest particles per island: smaller islands degenerate (their Z_g is
-# dominated by rare heavy weights) and the spread of the Z_g understates
-# the error.
-MIN_ISLAND_SIZE = 8
-
-
-def n_islands_for(n_particles, n_islands):
+def n_islands_for(n_particles, n_islands, min_size=8):
     """The number of islands used for ``n_particles``: at most ``n_islands``,
-    each island of at least MIN_ISLAND_SIZE particles (1 for tiny clouds)."""
-    return int(max(1, min(n_islands, n_particles // MIN_ISLAND_SIZE)))
+    each island of at least ``min_size`` particles (1 for tiny clouds): smaller
+    islands degenerate (their Z_g is dominated by rare heavy weights) and the
+    spread of the Z_g understates the error."""
+    return int(max(1, min(n_islands, n_particles // min_size)))
 
 
 def island_starts(n_particles, n_islands):

@@ -31,10 +31,6 @@ from .posterior_gap import log_posterior
 
 __all__ = ["MissedMode", "missed_mode"]
 
-# Stores up to this many rows have every point of the search that beats the
-# particles weighed; larger ones the highest alone (a weighing is a curvature,
-# 2 d gradients, and the draws over the store, each a pass over every row).
-WEIGH_ALL_ROWS = 65536
 
 
 class MissedMode(NamedTuple):
@@ -48,14 +44,16 @@ class MissedMode(NamedTuple):
 
 
 def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
-                leave_cloud_mode=False):
+                leave_cloud_mode=False, weigh_all_rows=65536):
     """The most mass near a mode the search finds, a :class:`MissedMode`.
 
     ``theta [M, d]`` are the particles with normalised weights ``W [M]``;
     ``store`` every observation seen. Of the points the model's search
     returns, those that beat every particle's log posterior are weighed
     (:func:`importance.importance_at`, from ``point``; past
-    ``WEIGH_ALL_ROWS`` stored rows the highest alone). None where the
+    ``weigh_all_rows`` stored rows the highest alone, as a weighing is a
+    curvature, 2 d gradients, and the draws over the store, each a pass over
+    every row). None where the
     model offers no search, where no point beats the particles (the cloud
     then holds at least as high a mode), or where no estimate is defined.
     ``live_log_p``, where already computed, is the log posterior of the
@@ -74,11 +72,11 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     n_live = live_log_p.shape[0]
     above = (log_p[n_live:] > log_p[:n_live].max()).nonzero()[:, 0]
     # The highest point need not have the most mass (a narrow peak): each
-    # one above the cloud is weighed, the highest alone past WEIGH_ALL_ROWS rows.
+    # one above the cloud is weighed, the highest alone past weigh_all_rows rows.
     above = above[log_p[n_live + above].argsort(descending=True)]
     if leave_cloud_mode and above.numel():
         above = above[~within_reach(model, candidates[above], theta, W, store)]
-    if batch_size_of(store) > WEIGH_ALL_ROWS:
+    if batch_size_of(store) > weigh_all_rows:
         above = above[:1]
     found = [(importance_at(model, point, store, n_draws, generator), point)
              for point in candidates[above]]

@@ -24,14 +24,6 @@ __all__ = ["EXACT_ACCEPTANCE", "moves_per_step", "sghmc_steps", "sghmc_move",
 # reverses the momentum, so a high rate keeps the trajectories going.
 EXACT_ACCEPTANCE = 0.8
 
-# The exact moves over rows stop early where the particles' correlation with
-# their starting points has settled (kernels.ghmc's ``settle``: changed by less
-# than this over 5 steps in 90% of the coordinates): a mixture's moves often
-# settle early and save steps at the same accuracy, while on logistic models
-# the correlation is still falling and nearly every move takes all its steps.
-# Linear regression's moves over summary statistics cost little a step, and
-# stopping them early biases its evidence upwards, so they take every step.
-SETTLE_CHANGE = 0.05
 
 # Mini-batch sizes of ``minibatch_size="auto"`` (rows of past data): with a
 # first-order control variate, and with the second order, whose noise is
@@ -40,14 +32,6 @@ SETTLE_CHANGE = 0.05
 # Logistic regression).
 MINIBATCH_SIZE = 1000
 SECOND_ORDER_MINIBATCH_SIZE = 250
-# The chunk's term, where the control variate is of second order, is
-# estimated from a subsample that adds at most this share of the past
-# term's noise, and at least this many rows: with 250-row mini-batches the
-# whole chunk to 5000 observations, 32 rows past 14000. A larger share costs
-# less but lets the chunk's noise widen the spread of the evidence on long
-# streams (docs: benchmarks, Logistic regression).
-CHUNK_NOISE_SHARE = 1 / 100
-CHUNK_MINIBATCH_SIZE = 32
 # Most rows per mini-batch that a noise measurement can ask for (a noisy
 # first-order control variate can ask for far more): a step's cost must stay
 # bounded.
@@ -170,15 +154,21 @@ def with_chunk_term(model, state, config, chunk):
     return replace(state, cv=cv.with_chunk_term(model, chunk))
 
 
-def chunk_minibatch_size(chunk_size, n_past, minibatch_size):
-    """Rows of the chunk per step that add at most CHUNK_NOISE_SHARE of the past term's noise.
+def chunk_minibatch_size(chunk_size, n_past, minibatch_size, noise_share=1 / 100, min_rows=32):
+    """Rows of the chunk per step that add at most ``noise_share`` of the past term's noise.
+
+    The chunk's term, where the control variate is of second order, is
+    estimated from this subsample, of at least ``min_rows`` rows: with 250-row
+    mini-batches the whole chunk to 5000 observations, 32 rows past 14000. A
+    larger share costs less but lets the chunk's noise widen the spread of the
+    evidence on long streams (docs: benchmarks, Logistic regression).
 
     Both terms' noise comes from rows of one stream: a sum of ``N`` rows
     estimated from ``m`` has variance ``N^2 / m`` per row's, so the chunk's
-    share is ``(B / n)^2 m_past / m_chunk`` (at least CHUNK_MINIBATCH_SIZE rows).
+    share is ``(B / n)^2 m_past / m_chunk``.
     """
-    rows = (chunk_size / max(n_past, 1)) ** 2 * minibatch_size / CHUNK_NOISE_SHARE
-    return max(CHUNK_MINIBATCH_SIZE, math.ceil(rows))
+    rows = (chunk_size / max(n_past, 1)) ** 2 * minibatch_size / noise_share
+    return max(min_rows, math.ceil(rows))
 
 
 def minibatch_size_for(state, config):
@@ -261,8 +251,9 @@ def exact_move(model, state, config, chunk, lam):
     data seen (where the model has them). Its step size adapts from
     move to move toward an acceptance rate of EXACT_ACCEPTANCE: the result
     carries the acceptance and the next move's step size. A move over rows
-    stops early where the particles have settled (SETTLE_CHANGE); one over
-    summary statistics, whose steps cost little, takes every step.
+    stops early where the particles have settled (kernels.ghmc's ``settle``);
+    one over summary statistics (linear regression's) takes every step: its
+    steps cost little, and stopping them early biases its evidence upwards.
     """
     work = _warmup_dtype(state, config)
     terms, by_rows = _tempered_terms(model, state, chunk, lam, work)
@@ -282,7 +273,7 @@ def exact_move(model, state, config, chunk, lam):
         theta, measured["acceptance"] = ghmc(
             theta, log_density_and_grad, moves_per_step(state, config), state.exact_step_size,
             config.momentum_decay, chol, state.generator,
-            settle=SETTLE_CHANGE if by_rows else None)
+            settle=by_rows)
         return theta
 
     theta = in_preconditioned_coordinates(model, state, config, chunk, lam, run,

@@ -39,19 +39,6 @@ from .sgais import SGAISState, record_chunk, successor
 __all__ = ["init", "update", "nested_sampling", "constrained_hmc",
            "NestedResult", "set_posterior_particles", "n_trajectories"]
 
-# Share of the live points replaced per iteration (at least one).
-REPLACE_FRACTION = 1 / 8
-# Stop when the live points can add at most this much to log Z.
-DLOGZ = 0.01
-# Leapfrog steps per trajectory of the constrained moves: fewer leave new points correlated
-# with their survivors, so the evidence spreads beyond sqrt(H / n_live)
-# (docs: benchmarks, The error bar).
-TRAJECTORY_STEPS = 8
-# Target acceptance of the constrained trajectories (step size adapted to it).
-TARGET_ACCEPTANCE = 0.6
-# Cap on the iterations: a run that needs more (prior-data conflict) warns instead of hanging.
-MAX_ITERATIONS = 20_000
-
 
 @dataclass
 class NestedResult:
@@ -79,8 +66,12 @@ def _reflect(p, normal):
 
 
 def constrained_hmc(z, log_l_min, prior_and_grad, loglik_and_grad, n_trajectories,
-                    step_size, generator):
+                    step_size, generator, trajectory_steps=8):
     """Move points ``z [k, d]`` (whitened) under the prior restricted to ``L > log_l_min``.
+
+    Each trajectory takes ``trajectory_steps`` leapfrog steps: fewer leave new
+    points correlated with their survivors, so the evidence spreads beyond
+    ``sqrt(H / n_live)`` (docs: benchmarks, The error bar).
 
     ``prior_and_grad(z)`` and ``loglik_and_grad(z)`` return the log density
     ``[k]`` and gradient ``[k, d]`` in the whitened coordinates. Returns the
@@ -93,11 +84,11 @@ def constrained_hmc(z, log_l_min, prior_and_grad, loglik_and_grad, n_trajectorie
     for _ in range(n_trajectories):
         p0 = torch.randn(z.shape, generator=generator, dtype=z.dtype, device=z.device)
         x, p, gx = z, p0 + half * g, g
-        for step in range(TRAJECTORY_STEPS):
+        for step in range(trajectory_steps):
             x = x + step_size * p
             log_px, gx = prior_and_grad(x)
             log_lx, gl = loglik_and_grad(x)
-            if step < TRAJECTORY_STEPS - 1:
+            if step < trajectory_steps - 1:
                 # Half kick, reflect where outside, half kick: a palindrome
                 # at every point, so the trajectory is reversible.
                 p = p + half * gx
@@ -119,11 +110,17 @@ def constrained_hmc(z, log_l_min, prior_and_grad, loglik_and_grad, n_trajectorie
 
 
 def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
-                    log_prior_and_grad=None):
+                    log_prior_and_grad=None, replace_fraction=1 / 8, dlogz=0.01,
+                    target_acceptance=0.6, max_iterations=20_000):
     """Nested sampling of ``log p(data | theta)`` from live points ``live [M, d]``.
 
     ``live`` must be independent draws of the "prior" whose log density
     (and gradient) ``log_prior_and_grad`` gives (default: the model's prior).
+    Each iteration replaces ``replace_fraction`` of the live points (at least
+    one) and adapts the step size toward an acceptance of ``target_acceptance``;
+    the run stops where the live points can add at most ``dlogz`` to ``log Z``,
+    or after ``max_iterations`` (a run that needs more, from a prior-data
+    conflict, warns instead of hanging).
     Returns a :class:`NestedResult`.
     """
     if log_prior_and_grad is None:
@@ -135,7 +132,7 @@ def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
         return torch.nan_to_num(log_l, nan=-math.inf), g
 
     M = live.shape[0]
-    k = max(1, int(M * REPLACE_FRACTION))
+    k = max(1, int(M * replace_fraction))
     log_l = log_lik_and_grad(live)[0]
     if not bool(torch.isfinite(log_l).any()):
         raise FloatingPointError(
@@ -163,7 +160,8 @@ def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
         log_x = float(log_x_after[-1])
         n_iter += 1
         survivors = order[k:]
-        if _converged(log_z, log_x + float(log_l[survivors].max())) or n_iter >= MAX_ITERATIONS:
+        if (_converged(log_z, log_x + float(log_l[survivors].max()), dlogz)
+                or n_iter >= max_iterations):
             break
         # New points: copies of random survivors, moved under L > L* (the
         # k-th lowest likelihood, the last removed).
@@ -174,11 +172,11 @@ def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
                                             log_prior_and_grad, log_lik_and_grad,
                                             n_trajectories, step_size, generator)
         acceptance_sum += acc
-        step_size = min(max(step_size * math.exp(2.0 * (acc - TARGET_ACCEPTANCE)), 1e-3), 3.0)
+        step_size = min(max(step_size * math.exp(2.0 * (acc - target_acceptance)), 1e-3), 3.0)
         live = torch.cat([live[survivors], new])
         log_l = torch.cat([log_l[survivors], new_l])
-    if n_iter >= MAX_ITERATIONS:
-        warnings.warn(f"nested sampling stopped after {MAX_ITERATIONS} iterations before the "
+    if n_iter >= max_iterations:
+        warnings.warn(f"nested sampling stopped after {max_iterations} iterations before the "
                       "live points' share of the evidence fell below the tolerance; the "
                       "estimate includes their remainder but may be off", ConvergenceWarning,
                       stacklevel=2)
@@ -199,11 +197,11 @@ def nested_sampling(model, data, live, generator, n_trajectories, step_size=0.5,
                         acceptance=acceptance_sum / max(n_iter - 1, 1), step_size=step_size)
 
 
-def _converged(log_z, log_live_bound):
-    """Whether the live points can add less than DLOGZ to ``log Z``."""
+def _converged(log_z, log_live_bound, dlogz):
+    """Whether the live points can add less than ``dlogz`` to ``log Z``."""
     if not np.isfinite(log_z):
         return False
-    return float(np.logaddexp(log_z, log_live_bound)) - log_z < DLOGZ
+    return float(np.logaddexp(log_z, log_live_bound)) - log_z < dlogz
 
 
 def _move_in_whitened(reference, start, log_l_min, log_prior_and_grad, log_lik_and_grad,

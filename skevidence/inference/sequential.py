@@ -7,7 +7,7 @@ to the posterior that includes the chunk. No reweighting and no
 annealing: less variance than a degenerate importance weight, but biased
 by design (Cameron, Eggers & Kroon, MaxEnt 2019; :ref:`methods`).
 
-Chunks grow geometrically from one observation (by ``GROWTH``) up to
+Chunks grow geometrically from one observation (by ``chunk_ends``' ``growth``) up to
 ``batch_size``, so that each predictive keeps a good part of ``M`` as its
 ESS. The error bar sums the chunks' ``1 / ESS_k - 1 / M``; it does not
 include the bias.
@@ -29,26 +29,22 @@ __all__ = ["init", "update", "chunk_ends"]
 init = sgais.init
 
 
-# Chunks grow by this factor until they hold batch_size observations: the largest whose
-# bias (particles lagging the posterior) stays within the error bar
-# (docs: benchmarks, The error bar).
-GROWTH = 1.05
-
-
-def chunk_ends(n_seen, n_new, batch_size):
+def chunk_ends(n_seen, n_new, batch_size, growth=1.05):
     """Ends (offsets into the new data) of the chunks.
 
     The boundaries grow geometrically from one observation (``n -> max(n +
-    1, floor(GROWTH * n))``) until a chunk would hold ``batch_size``
-    observations (``n = batch_size / (GROWTH - 1)``), then they are the
+    1, floor(growth * n))``; 1.05: the largest factor whose bias, particles
+    lagging the posterior, stays within the error bar; docs: benchmarks, The
+    error bar) until a chunk would hold ``batch_size``
+    observations (``n = batch_size / (growth - 1)``), then they are the
     multiples of ``batch_size``: a function of the stream position only,
     so how a stream is cut into calls does not matter. (Ending the ramp at
     ``n = batch_size`` instead would make the next chunk as large as the
     data seen, whose predictive rests on a collapsed ESS.)
     """
     ramp, n = [], 0
-    while max(n + 1, int(GROWTH * n)) - n < batch_size:
-        n = max(n + 1, int(GROWTH * n))
+    while max(n + 1, int(growth * n)) - n < batch_size:
+        n = max(n + 1, int(growth * n))
         ramp.append(n)
     ends, n = [], n_seen
     while n < n_seen + n_new:

@@ -2,18 +2,15 @@
 the rows: log joint, moments of the responsibilities, gradient, information, spare weight."""
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
 from ._bits import LOG2_E, summed_log_normalizer_bits_
+from .base import LOG_2PI
 from .batches import block_elements, row_blocks
 
-_LOG_2PI = math.log(2.0 * math.pi)
-# Rows a component explains at least, or it is empty: a light real one rarely dips below.
-EMPTY_COUNT = 0.1
 
 
 class Parts(NamedTuple):
@@ -70,7 +67,7 @@ def log_joint(parts, features, scale=1.0):
     # component as a third block: one [M K, 2D + 1] x [2D + 1, B] product
     # gives the joint, with no [M, K, B, D] (or further [M, K, B]) tensor.
     const = parts.log_w - 0.5 * ((means.square() * precision).sum(2) + log_var.sum(2)
-                                 + D * _LOG_2PI)
+                                 + D * LOG_2PI)
     coef = torch.cat([-0.5 * precision, means * precision, const[:, :, None]], dim=2)
     return ((scale * coef.reshape(M * K, 2 * D + 1)) @ features.T).reshape(M, K, -1)
 
@@ -157,14 +154,15 @@ def information(parts, X, row_weights=None):
     return info
 
 
-def spare_weight(parts_of, n_components, theta, weights, store):
+def spare_weight(parts_of, n_components, theta, weights, store, empty_count=0.1):
     """The weight of the particles ``theta`` with a component that explains less than
-    ``EMPTY_COUNT`` stored observations (the sum of its responsibilities), ``float``;
-    ``parts_of`` maps points to their :class:`Parts`.
+    ``empty_count`` stored observations (the sum of its responsibilities: a light real
+    component rarely dips below 0.1), ``float``; ``parts_of`` maps points to their
+    :class:`Parts`.
 
     In single precision, which gives sums of small responsibilities to about 1e-7
     of themselves. Counts only grow, so a particle leaves the pass once each of
-    its components has reached ``EMPTY_COUNT``: where every component explains
+    its components has reached ``empty_count``: where every component explains
     data, the first block of rows decides.
     """
     theta, M = theta.float(), theta.shape[0]
@@ -174,10 +172,10 @@ def spare_weight(parts_of, n_components, theta, weights, store):
         rows = MixtureRows(joint_features(block[0].float()))
         moments = summed_over_rows(parts_of(theta[open_]), rows)[1]
         counts[open_] += moments[:, :, -1].double()
-        open_ = open_[counts[open_].amin(1) < EMPTY_COUNT]
+        open_ = open_[counts[open_].amin(1) < empty_count]
         if open_.numel() == 0:
             break
-    return float(weights[counts.amin(1) < EMPTY_COUNT].sum())
+    return float(weights[counts.amin(1) < empty_count].sum())
 
 
 class _InformationLayout(NamedTuple):

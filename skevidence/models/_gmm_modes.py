@@ -16,40 +16,40 @@ from sklearn.cluster import kmeans_plusplus
 
 from ._gmm_kernels import MixtureRows, joint_features, summed_over_rows
 
-# Data points per component moved to, and fresh modes kept: fewer miss well-separated ones.
-RELOCATIONS = 8
-# Climbs from k-means++ seeds: a hundred or so make runs that differ in seed agree.
-FRESH_STARTS = 128
-# Rows of the climbs (of the fresh ones an eighth): a subsample locates a mode's basin.
-SEARCH_ROWS = 16384
-# EM iterations of the climbs (half as many for the best on all rows).
-EM_ITERATIONS = 40
-# Climbs refined on all rows (one past 4 * SEARCH_ROWS, where that EM costs most).
-REFINED = 3
 
-
-def mode_candidates(model, theta, rows, generator):
-    """Points near the modes of ``model``'s posterior on ``rows``, ``[REFINED or 1, d]``.
+def mode_candidates(model, theta, rows, generator, relocations=8, fresh_starts=128,
+                    search_rows=16384, em_iterations=40, refined=3):
+    """Points near the modes of ``model``'s posterior on ``rows``, ``[refined or 1, d]``.
 
     Starts moved from ``theta [d]`` and fresh ones climb by MAP-EM on a strided
     subsample of ``rows`` (whose mode is not the full data's), the best of them
     then on all of ``rows``; in single precision, which costs less: they only
     propose points, which the search rates on every row in double precision.
+
+    ``relocations``: data points per component moved to, and fresh modes kept
+    (fewer miss well-separated ones). ``fresh_starts``: climbs from k-means++
+    seeds (a hundred or so make runs that differ in seed agree).
+    ``search_rows``: rows of the climbs, of the fresh ones an eighth (a
+    subsample locates a mode's basin). ``em_iterations``: EM iterations of the
+    climbs (half as many for the best on all rows). ``refined``: climbs refined
+    on all rows (one past ``4 * search_rows`` rows, where that EM costs most).
     """
     X = rows[0].to(torch.float32)
-    subsample = strided(X, SEARCH_ROWS)
-    starts = torch.cat([relocated_starts(model, theta.to(torch.float32), subsample, generator),
-                        fresh_modes(model, subsample, generator)])
-    found = best(model, map_em(model, starts, subsample, EM_ITERATIONS), subsample,
-                 REFINED if X.shape[0] <= 4 * SEARCH_ROWS else 1)
-    return map_em(model, found, X, EM_ITERATIONS // 2).to(theta.dtype)
+    subsample = strided(X, search_rows)
+    starts = torch.cat([
+        relocated_starts(model, theta.to(torch.float32), subsample, generator, relocations),
+        fresh_modes(model, strided(subsample, search_rows // 8), generator, fresh_starts,
+                    em_iterations, relocations)])
+    found = best(model, map_em(model, starts, subsample, em_iterations), subsample,
+                 refined if X.shape[0] <= 4 * search_rows else 1)
+    return map_em(model, found, X, em_iterations // 2).to(theta.dtype)
 
 
-def relocated_starts(model, theta, X, generator):
-    """``[K * RELOCATIONS, d]``: ``theta`` with one component moved to a data point,
+def relocated_starts(model, theta, X, generator, n_locations):
+    """``[K * n_locations, d]``: ``theta`` with one component moved to a data point,
     drawn half uniformly and half where ``theta`` explains the data worst, with
     a small weight and variance."""
-    K, D, L = model.n_components, model.n_features, RELOCATIONS
+    K, D, L = model.n_components, model.n_features, n_locations
     log_w, means, variances = model.unpack(theta[None])
     log_density = torch.logsumexp(model.component_log_joint(theta[None], X), dim=1)[0]
     uniform = torch.randint(X.shape[0], (L - L // 2,), generator=generator, device=X.device)
@@ -66,19 +66,19 @@ def relocated_starts(model, theta, X, generator):
                       variances.reshape(K * L, K, D))
 
 
-def fresh_modes(model, X, generator):
-    """``[RELOCATIONS, d]``: the best of ``FRESH_STARTS`` EM climbs from k-means++
-    seeds (scikit-learn's, seeded from ``generator``) on an eighth of ``SEARCH_ROWS``
-    rows of ``X`` (equal weights, the data's variance over ``K^2``)."""
+def fresh_modes(model, coarse, generator, n_starts, n_iterations, n_kept):
+    """``[n_kept, d]``: the best of ``n_starts`` climbs of ``n_iterations`` EM
+    iterations from k-means++ seeds (scikit-learn's, seeded from ``generator``)
+    on the rows ``coarse`` (equal weights, the data's variance over ``K^2``)."""
     K = model.n_components
-    coarse = strided(X, SEARCH_ROWS // 8)
     seed = int(torch.randint(2**31 - 1, (1,), generator=generator, device=generator.device))
     random_state, rows = np.random.RandomState(seed), coarse.cpu().numpy()
     means = torch.as_tensor(np.stack([kmeans_plusplus(rows, K, random_state=random_state)[0]
-                                      for _ in range(FRESH_STARTS)]), device=X.device)
-    starts = model.pack(torch.full(means.shape[:2], 1.0 / K, dtype=X.dtype, device=X.device),
+                                      for _ in range(n_starts)]), device=coarse.device)
+    starts = model.pack(torch.full(means.shape[:2], 1.0 / K, dtype=coarse.dtype,
+                                   device=coarse.device),
                         means, (coarse.var(0) / K**2).expand_as(means))
-    return best(model, map_em(model, starts, coarse, EM_ITERATIONS), coarse, RELOCATIONS)
+    return best(model, map_em(model, starts, coarse, n_iterations), coarse, n_kept)
 
 
 def best(model, theta, X, n):

@@ -12,12 +12,13 @@ import math
 
 import torch
 
+from .base import LOG_2PI
+
 __all__ = ["GramStats", "gram_stats", "prepared_batch", "summarize", "prepared_summary",
            "prepared_log_likelihood_and_grad", "prepared_log_joint_and_grad",
            "centred_log_likelihood_and_grad",
            "conjugate_update", "posterior", "exact_log_evidence"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 def conjugate_update(model, batch, weights=None):
@@ -63,7 +64,7 @@ def exact_log_evidence(model, batch):
         quad = (r - Phi @ m).square().sum() + model._scaled_sq(m)
     if not model.unknown_noise:
         s2 = model.noise_std**2
-        return float(-0.5 * (n * (_LOG_2PI + math.log(s2)) + logdet + quad / s2))
+        return float(-0.5 * (n * (LOG_2PI + math.log(s2)) + logdet + quad / s2))
     a = model.noise_prior_shape
     b0 = a * model.noise_prior_scale**2
     a_n, b_n = a + 0.5 * n, b0 + 0.5 * quad
@@ -149,7 +150,7 @@ def prepared_log_likelihood_and_grad(model, theta, st):
     sq = (delta * G_delta).sum(1).add_(delta @ st.b, alpha=-2.0).add_(st.rr)
     sq = sq.clamp_min_(0.0)
     g_z = st.b - G_delta
-    const = n * (_LOG_2PI + 2.0 * math.log(model._unit_scale))
+    const = n * (LOG_2PI + 2.0 * math.log(model._unit_scale))
     if not model.unknown_noise:
         return sq.mul_(-0.5).sub_(0.5 * const), g_z
     t = theta[:, c]
@@ -177,7 +178,7 @@ def prepared_log_joint_and_grad(model, theta, st):
     delta = theta[:, :c] - z0
     H_delta = delta @ st.H
     quad = (delta * H_delta).sum(1).add_(st.joint_min)
-    const = (n * (_LOG_2PI + 2.0 * math.log(model._unit_scale))
+    const = (n * (LOG_2PI + 2.0 * math.log(model._unit_scale))
              + model._prior_norm())
     if not model.unknown_noise:
         return quad.mul_(-0.5).sub_(0.5 * const), H_delta.neg_()
@@ -218,7 +219,7 @@ def centred_log_likelihood_and_grad(model, theta, batch):
     G_delta = delta @ G  # [M, c]
     sq = (rr - 2.0 * (delta @ b) + (delta * G_delta).sum(1)).clamp_min(0.0) * inv_var
     n = y.shape[0]
-    log_lik = -0.5 * (sq + n * (_LOG_2PI + log_var))
+    log_lik = -0.5 * (sq + n * (LOG_2PI + log_var))
     g_beta = (b - G_delta) * inv_var[:, None]
     g_log_var = 0.5 * (sq - n) if model.unknown_noise else None
     return log_lik, model._chain(g_beta, g_log_var)

@@ -5,7 +5,11 @@ import math
 import torch
 
 __all__ = ["GaussianPriorModel", "Model", "has_fisher_information", "has_mode_search",
-           "has_relabellings"]
+           "has_relabellings", "LOG_2PI"]
+
+# log(2 pi), the Gaussian densities' normaliser.
+LOG_2PI = math.log(2.0 * math.pi)
+
 
 def has_fisher_information(model):
     """Whether ``model`` overrides :meth:`Model.fisher_information` (optional in the contract)."""

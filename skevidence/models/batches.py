@@ -6,7 +6,7 @@ A batch is a tuple of tensors with one row per observation (``(X,)`` or
 
 import torch
 
-__all__ = ["BLOCK_ELEMENTS", "DEVICE_BLOCK_ELEMENTS", "PreparedBatch", "batch_size_of",
+__all__ = ["BLOCK_ELEMENTS", "DEVICE_BLOCK_ELEMENTS", "SUM_ROWS", "PreparedBatch", "batch_size_of",
            "block_elements", "cast_batch", "row_blocks", "stacked_terms", "take"]
 
 # Particles times rows per block where a pass evaluates many rows at many
@@ -19,6 +19,10 @@ BLOCK_ELEMENTS = 1 << 19
 # rows, and a long stream would spend much of its time launching them
 # (docs: benchmarks, On a GPU).
 DEVICE_BLOCK_ELEMENTS = 1 << 25
+# Most rows per block where a pass sums over rows at few points, or in single
+# precision (each block's sum errs by about 1e-4 relative there); the
+# importance draws' sums and the curvature's differenced gradients.
+SUM_ROWS = 4096
 
 
 def batch_size_of(batch):

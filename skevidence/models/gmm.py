@@ -29,12 +29,11 @@ from . import _gmm_kernels as kernels
 from . import _gmm_modes, _labels
 from ._bits import LOG2_E, log_normalizer_bits_, summed_log_normalizer_bits_
 from ._gmm_kernels import MixtureRows, Parts
-from .base import Model
+from .base import LOG_2PI, Model
 from .batches import PreparedBatch, stacked_terms
 
 __all__ = ["GaussianMixtureModel"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
 # Most components with relabelling maps: 7! = 5040 maps would cost more than they save.
 MAX_RELABELLED = 6
 
@@ -162,7 +161,7 @@ class GaussianMixtureModel(Model):
         a, b, alpha = self.variance_shape, self.variance_scale, self.weight_concentration
         dirichlet = math.lgamma(K * alpha) - K * math.lgamma(alpha)
         inv_gamma = K * (a * float(np.log(b).sum()) - D * math.lgamma(a))
-        normal = -0.5 * K * D * (_LOG_2PI + math.log(self.mean_variance_factor))
+        normal = -0.5 * K * D * (LOG_2PI + math.log(self.mean_variance_factor))
         return dirichlet + inv_gamma + normal
 
     def log_prior(self, theta):
@@ -377,7 +376,7 @@ class GaussianMixtureModel(Model):
         xbar = X.mean(0)
         scatter = (X - xbar).square().sum(0)
         b_n = b + 0.5 * scatter + 0.5 * kappa0 * n * (xbar - m0).square() / kappa_n
-        per_feature = (-0.5 * n * _LOG_2PI + 0.5 * (math.log(kappa0) - math.log(kappa_n))
+        per_feature = (-0.5 * n * LOG_2PI + 0.5 * (math.log(kappa0) - math.log(kappa_n))
                        + a * torch.log(b) - a_n * torch.log(b_n)
                        + math.lgamma(a_n) - math.lgamma(a))
         return float(per_feature.sum())

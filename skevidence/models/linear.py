@@ -6,10 +6,9 @@ import numpy as np
 import torch
 
 from . import _linear_conjugate
-from .base import Model
+from .base import LOG_2PI, Model
 from .batches import PreparedBatch
 
-_LOG_2PI = math.log(2.0 * math.pi)
 
 # Default shape of the inverse-gamma prior of the noise variance. 1 keeps the prior
 # compact in log sigma^2 (a right tail ~ 1 / sigma^2 in that coordinate, so
@@ -151,8 +150,8 @@ class LinearRegressionModel(Model):
     def _prior_norm(self):
         """``c log(2 pi) + sum_j log g_j^2``, the Gaussian prior's normaliser."""
         if self._g2 is not None:
-            return self.n_coef * (_LOG_2PI + math.log(self._g2))
-        return self.n_coef * _LOG_2PI + self._log_det_g2
+            return self.n_coef * (LOG_2PI + math.log(self._g2))
+        return self.n_coef * LOG_2PI + self._log_det_g2
 
     def _noise_prior_const(self):
         """``a log a - log Gamma(a)``: the log normaliser of ``InvGamma(a, a)``."""
@@ -246,7 +245,7 @@ class LinearRegressionModel(Model):
         beta, log_var = self._split(theta)
         resid = y - beta @ self._design(X).T
         return -0.5 * (resid.square() * (-log_var).exp()[:, None]
-                       + _LOG_2PI + log_var[:, None])
+                       + LOG_2PI + log_var[:, None])
 
     def grad_log_likelihood(self, theta, batch):
         return self.log_likelihood_and_grad(theta, batch)[1]

@@ -337,6 +337,6 @@ def test_newton_tests_every_step_in_double_precision():
     assert converged and abs(float(theta[0]) - 1.0) < 0.01
     assert float(log_p_and_grad(theta)[0][0]) == max(values)
     # Taken untested below a nat (a single-precision store), the same steps
-    # go back and forth across the mode for all N_NEWTON steps.
+    # go back and forth across the mode for every allowed Newton step.
     theta, converged = importance._newton(recorded, start, chol, 1.0)
     assert not converged and abs(float(theta[0]) - 1.0) > 0.1

@@ -1,13 +1,13 @@
 """Transition kernels and preconditioners of the engine."""
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from skevidence.inference.kernels import (SETTLE_BLOCK, _Settling, baoab,
-                                          covariance_preconditioner, ghmc)
+from skevidence.inference.kernels import _Settling, baoab, covariance_preconditioner, ghmc
 
 
 def _gaussian_target(cov):
@@ -89,9 +89,10 @@ def test_ghmc_stops_once_the_correlation_with_the_start_settles():
     M = 1000
     start = torch.randn(M, 2, generator=g, dtype=torch.float64) @ chol.T
     target, calls = _counted(_gaussian_target(cov))
-    theta, _ = ghmc(start, target, 40, 1.0, 0.2, chol, g, settle=0.05)
+    theta, _ = ghmc(start, target, 40, 1.0, 0.2, chol, g, settle=True)
     steps = len(calls) - 1  # one call at the start
-    assert 2 * SETTLE_BLOCK <= steps < 40 and steps % SETTLE_BLOCK == 0
+    block = inspect.signature(_Settling).parameters["block"].default
+    assert 2 * block <= steps < 40 and steps % block == 0
     # still draws of the target: a variance's standard error is sqrt(2 / M) = 4.5%
     # of it at M = 1000, so 20% is over 4 of them
     np.testing.assert_allclose(torch.cov(theta.T).numpy(), cov.numpy(), rtol=0.2, atol=0.2)

@@ -1,8 +1,12 @@
 """The chunk schedule of the sequential estimator (thesis section 4.1)."""
 
+import inspect
+
 import numpy as np
 
-from skevidence.inference.sequential import GROWTH, chunk_ends
+from skevidence.inference.sequential import chunk_ends
+
+GROWTH = inspect.signature(chunk_ends).parameters["growth"].default
 
 
 def _sizes(ends, n_seen=0):

@@ -147,7 +147,7 @@ def test_config_rejects_unknown_string_settings(setting):
 
 def test_exact_moves_settle_over_rows_and_take_every_step_over_summaries(monkeypatch):
     # Settled, linear regression's moves over summary statistics came out 0.05
-    # nats high (moves.SETTLE_CHANGE); a model without summaries moves over rows.
+    # nats high (kernels.ghmc's settle); a model without summaries moves over rows.
     from sklearn.datasets import make_classification
 
     from skevidence import EvidenceLinearRegression, EvidenceLogisticRegression
@@ -156,19 +156,19 @@ def test_exact_moves_settle_over_rows_and_take_every_step_over_summaries(monkeyp
     settles = []
     ghmc = moves.ghmc
 
-    def recording(*args, settle=None, **kwargs):
+    def recording(*args, settle=False, **kwargs):
         settles.append(settle)
         return ghmc(*args, settle=settle, **kwargs)
 
     monkeypatch.setattr(moves, "ghmc", recording)
     X, y = paper_linear_data(200, 0)
     EvidenceLinearRegression(n_particles=32, random_state=0).fit(X, y)
-    assert settles and set(settles) == {None}
+    assert settles and set(settles) == {False}
     settles.clear()
     X, y = make_classification(200, n_features=3, n_informative=2, n_redundant=0,
                                random_state=0)
     EvidenceLogisticRegression(n_particles=32, random_state=0).fit(X, y)
-    assert settles and set(settles) == {moves.SETTLE_CHANGE}
+    assert settles and set(settles) == {True}
 
 
 def test_a_unimodal_model_starts_by_importance_sampling_where_the_t_fits():

@@ -1,5 +1,6 @@
 """Late-stream settings of the engine: skipped moves, mini-batch size, reference refreshes."""
 
+import inspect
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -117,7 +118,8 @@ def test_the_chunk_term_is_subsampled_with_the_second_order_and_exact_without():
     estimate = moves.chunk_gradient(model, state, chunk, moves.SECOND_ORDER_MINIBATCH_SIZE)
     torch.testing.assert_close(estimate(state.theta), exact)
     assert rows[-1] == size  # (after the reference's gradient on the whole chunk)
-    assert moves.chunk_minibatch_size(500, 10**6, 250) == moves.CHUNK_MINIBATCH_SIZE
+    min_rows = inspect.signature(moves.chunk_minibatch_size).parameters["min_rows"].default
+    assert moves.chunk_minibatch_size(500, 10**6, 250) == min_rows
     # First order, or early in the stream: every row, in single precision (to
     # its rounding, within the arithmetic's bound).
     state = replace(state, cv=replace(state.cv, curvature=None))

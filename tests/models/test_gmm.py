@@ -311,7 +311,7 @@ def test_spare_weight_is_the_weight_of_particles_with_an_unused_component():
 
 
 def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch):
-    # Counts only grow: particles whose components all reach EMPTY_COUNT in the
+    # Counts only grow: particles whose components all reach the empty count (0.1) in the
     # first blocks need no more rows, and the rest get the whole store's counts.
     X = torch.as_tensor(gaussian_blobs(400, [[-3.0], [3.0]], [[0.5], [0.5]], [0.5, 0.5], 0))
     model = GaussianMixtureModel(1, n_components=3)
@@ -328,7 +328,7 @@ def test_spare_weight_leaves_the_pass_once_each_particle_is_decided(monkeypatch)
     monkeypatch.setattr(batches_module, "BLOCK_ELEMENTS", 3 * 50)  # 50-row blocks
     assert model.spare_weight(theta, weights, (X,)) == whole
     # The first particle leaves after one block; the third's component at 7
-    # explains 0.33 of a row in all, reaching EMPTY_COUNT after a few blocks;
+    # explains 0.33 of a row in all, reaching the empty count after a few blocks;
     # the second's at 40 none, so it alone sees every row.
     assert whole == pytest.approx(0.3)
     assert rows_seen[0] == 3 * 50 and 400 < sum(rows_seen) < 2 * 400
