@@ -161,7 +161,7 @@ def test_sequential_warns_when_one_particle_carries_a_chunk():
     # (with 60 rows 1.0-3.0: some seeds warned of a missed mode instead).
     rng = np.random.default_rng(0)
     X = np.concatenate([rng.normal(-2, 0.5, (200, 1)), rng.normal(2, 0.5, (200, 1))])
-    gmm = EvidenceGMM(n_components=2, method="sequential", n_particles=32, n_burnin=4,
+    gmm = EvidenceGMM(n_init=1, n_components=2, method="sequential", n_particles=32, n_burnin=4,
                       batch_size=200, random_state=0)
     with pytest.warns(ConvergenceWarning, match="predictive estimate rested on an ESS"):
         gmm.fit(X)
@@ -174,7 +174,7 @@ def test_mixture_runs_with_every_full_data_method(method):
     X = np.concatenate([rng.normal(-2, 0.5, (60, 1)), rng.normal(2, 0.5, (60, 1))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        gmm = EvidenceGMM(n_components=2, method=method, n_particles=32, n_burnin=4,
+        gmm = EvidenceGMM(n_init=1, n_components=2, method=method, n_particles=32, n_burnin=4,
                           random_state=0).fit(X)
     assert np.isfinite(gmm.log_evidence_) and np.isfinite(gmm.log_evidence_std_)
     assert gmm.score_samples(X).shape == (120,)

@@ -39,7 +39,7 @@ def test_hard_first_chunk_grows_and_the_count_returns_to_n_particles(data):
 
 def test_growth_never_falls_below_n_particles_or_passes_max_particles():
     X = gaussian_blobs(400, [[-3.0, 0.0], [3.0, 1.0]], [1.0, 0.8], [0.5, 0.5], 0)
-    gmm = EvidenceGMM(n_components=2, n_particles=16, max_particles=40, n_burnin=2,
+    gmm = EvidenceGMM(n_init=1, n_components=2, n_particles=16, max_particles=40, n_burnin=2,
                       batch_size=100, random_state=0).fit(X)
     counts = gmm.evidence_trace_["n_particles"]
     assert counts.min() >= 16 and counts.max() <= 40 and counts[0] > 16
