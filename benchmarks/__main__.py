@@ -20,7 +20,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# name -> (module, argv or list of argvs (one process each), time cap in seconds)
+# name -> (module, argv or list of argvs (one process each), time cap in seconds); an
+# argv that starts with "other_module:" runs that module instead.
 REGISTRY = {
     "peers": ("bench_peers", [
         "--peers pymc --models linear logistic --sizes 1e3 1e4 --time-cap 600",
@@ -35,8 +36,7 @@ REGISTRY = {
     "real-data": ("bench_real_data", "--seeds 3", 1200),
     "many-parameters": ("bench_highdim", [
         "--data paper synth100 --particles 32", "--data digits3",
-        "--data digits --splits 0 1 2 --no-reference"], 3600),
-    "highdim-linear": ("bench_highdim_linear", "", 1800),
+        "--data digits --splits 0 1 2 --no-reference", "bench_highdim_linear:"], 3600),
     "calibration": ("bench_calibration", [
         "", "--models gmm1 gmm3 gmm3ref", "--models gmm3ref --runs 20"], 7200),
     "methods": ("bench_methods", "--seeds 0 1 2", 1200),
@@ -49,6 +49,9 @@ REGISTRY = {
     "three-clusters": ("bench_gmm_reference", [
         "--n 4000 --seeds 0 1 2 3", "--n 20000 --seeds 0 1 2 3 4",
         "--n 100000 --seeds 0 1 2 3"], 7200),
+    "mixture-sweep": ("bench_mixture_sweep", [
+        "--n 10000 --time-cap 3000", "--n 10000 --held-out --time-cap 3000",
+        "--n 100000 --time-cap 6000", "--bundled --time-cap 1800"], 14400),
     "gp-classifier": ("bench_user_models", "--model gp", 600),
     "rbm-partition": ("bench_user_models", "--model rbm", 600),
     "arviz-draws": ("bench_arviz", "--particles 128 1024 4096", 1800),
@@ -63,9 +66,13 @@ REGISTRY = {
 
 
 def runs_of(name, extra=None):
+    """The table's runs as (module, argv) pairs, and its time cap."""
     module, argvs, cap = REGISTRY[name]
-    argvs = [argvs] if isinstance(argvs, str) else argvs
-    return module, [a.split() + list(extra or []) for a in argvs], cap
+    runs = []
+    for argv in [argvs] if isinstance(argvs, str) else argvs:
+        own, _, rest = argv.rpartition(":")
+        runs.append((own or module, rest.split() + list(extra or [])))
+    return runs, cap
 
 
 def command(module, argv):
@@ -74,13 +81,13 @@ def command(module, argv):
 
 def run(name, extra=None, time_cap=None):
     """Run one table's scripts, each in its own process under the table's cap."""
-    module, argvs, cap = runs_of(name, extra)
+    runs, cap = runs_of(name, extra)
     cap = cap if time_cap is None else time_cap
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     env.setdefault("OMP_NUM_THREADS", "1")
     start = time.perf_counter()
-    for argv in argvs:
+    for module, argv in runs:
         left = cap - (time.perf_counter() - start)
         print(f"== {name}: {command(module, argv)} (cap {left:.0f} s)", flush=True)
         if left <= 0:
@@ -116,9 +123,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list or args.name is None:
         for name in REGISTRY:
-            module, argvs, cap = runs_of(name)
+            runs, cap = runs_of(name)
             print(f"{name:<22} cap {cap:>6.0f} s  " + "\n".ljust(40).join(
-                command(module, a) for a in argvs))
+                command(module, a) for module, a in runs))
         return 0
     if args.name == "all" and extra is not None:
         parser.error("arguments after -- go with one table, not all")

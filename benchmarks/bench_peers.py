@@ -37,7 +37,13 @@ PEERS = ("pymc", "dynesty")
 # -- the three problems: data, reference, numpy likelihood and prior transform --------------
 
 
-class Linear:
+class StandardNormalPrior:
+    def prior_transform(self, u):  # dynesty's map from the unit cube: N(0, 1) coefficients
+        from scipy.special import ndtri
+        return ndtri(u)
+
+
+class Linear(StandardNormalPrior):
     name = "linear"
 
     def __init__(self, n, data=None):
@@ -56,10 +62,6 @@ class Linear:
         r = self.y - self.Phi @ theta
         return -0.5 * len(self.y) * math.log(2 * math.pi) - 0.5 * float(r @ r)
 
-    def prior_transform(self, u):
-        from scipy.special import ndtri
-        return ndtri(u)
-
     def pymc_model(self):
         import pymc as pm
         with pm.Model() as model:
@@ -68,7 +70,7 @@ class Linear:
         return model
 
 
-class Logistic:
+class Logistic(StandardNormalPrior):
     name = "logistic"
 
     def __init__(self, n, data=None):
@@ -97,10 +99,6 @@ class Logistic:
         logits = T @ self.X1T
         top = logits.max(0)
         return float(np.sum(T * self.S) - (np.log(np.exp(logits - top).sum(0)) + top).sum())
-
-    def prior_transform(self, u):
-        from scipy.special import ndtri
-        return ndtri(u)
 
     def pymc_model(self):
         import pymc as pm

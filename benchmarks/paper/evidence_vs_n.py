@@ -169,8 +169,7 @@ def run_method(model, method, sizes, args):
     except Exception as exc:  # one failing method must not lose the others' rows
         return {"status": f"failed: {type(exc).__name__}: {str(exc)[:80]}", "results": {},
                 "trace": None}
-    results = {str(n): [float(v) if not isinstance(v, str) else v for v in r]
-               for n, r in results.items()}
+    results = {str(n): [float(v) for v in r] for n, r in results.items()}
     trace = None if trace is None else [np.asarray(t, float).tolist() for t in trace]
     if not results:
         return {"status": f"timed out (one run at N = {timed_out} > {args.run_timeout:g} s)",
@@ -286,27 +285,14 @@ def speedups(rows):
 
 
 def load_raw(model, sizes):
-    """The stored results of ``model`` on this grid: ``{"refs", "runs"}`` (maybe empty).
-
-    Reads ``evidence_vs_n.MODEL.METHOD.json`` (one per method) and, under
-    them, a whole-model ``evidence_vs_n.MODEL.json`` of earlier versions.
-    """
-    old = {"runs": {}}
-    whole = C.OUTDIR / f"evidence_vs_n.{model}.json"
-    if whole.exists():
-        data = json.loads(whole.read_text())
-        if data.get("sizes") == sizes:
-            old = {"refs": data["refs"], "runs": dict(data["runs"])}
+    """The stored references and runs (per method) of ``model`` on this grid."""
+    refs, runs = None, {}
     for path in sorted(C.OUTDIR.glob(f"evidence_vs_n.{model}.*.json")):
         data = json.loads(path.read_text())
-        method = path.name[len(f"evidence_vs_n.{model}."):-len(".json")]
-        if data.get("sizes") != sizes:
-            continue  # another grid: nothing to reuse
-        old["refs"] = data["refs"]
-        prev = old["runs"].get(method)
-        if prev is None or prev["status"] != "ok" or data["run"]["status"] == "ok":
-            old["runs"][method] = data["run"]
-    return old
+        if data["sizes"] == sizes:  # another grid: nothing to reuse
+            refs = {int(n): tuple(v) for n, v in data["refs"].items()}
+            runs[path.name[len(f"evidence_vs_n.{model}."):-len(".json")]] = data["run"]
+    return refs, runs
 
 
 def main():
@@ -323,8 +309,7 @@ def main():
                              "on these models; slow beyond the linear model")
     parser.add_argument("--seed", type=int, default=0, help="sampler seed")
     parser.add_argument("--reuse", action="store_true",
-                        help="keep the methods that ran in the last run's evidence_vs_n.json "
-                             "(same grid) and run only the others, e.g. methods added since")
+                        help="keep the stored runs that finished (same grid) and run the others")
     parser.add_argument("--run-timeout", type=float, default=None,
                         help="stop a single fit after this many wall-clock seconds "
                              "(default 20 x --max-seconds: a loaded machine)")
@@ -333,8 +318,6 @@ def main():
                              "listed as not run)")
     parser.add_argument("--draw-only", action="store_true",
                         help="run nothing: draw the table and figure from the raw results")
-    parser.add_argument("--rerun", nargs="*", default=[],
-                        help="with --reuse: run these methods again all the same")
     args = parser.parse_args()
     args.reuse = args.reuse or args.draw_only
     if args.max_seconds is None:
@@ -346,22 +329,16 @@ def main():
     store, rows, t0 = {}, [], time.perf_counter()
     for model in args.models:
         sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
-        old = load_raw(model, sizes) if args.reuse else {}
-        refs = ({int(n): tuple(v) for n, v in old["refs"].items()} if "refs" in old
-                else references(model, sizes, args.quick))
+        refs, stored = load_raw(model, sizes) if args.reuse else (None, {})
+        refs = references(model, sizes, args.quick) if refs is None else refs
+        saved = {str(n): list(v) for n, v in refs.items()}
         runs = {}
-        methods = list(C.METHODS) + (["dynesty"] if model in args.dynesty else [])
-        for method in methods:
-            prev = old.get("runs", {}).get(method)
-            if prev is not None and (prev["status"] == "ok" or args.draw_only) \
-                    and method not in args.rerun:
-                runs[method] = prev
-                print(f"[{model} {method}: reused]", flush=True)
-                continue
-            if args.draw_only or (args.methods and method not in args.methods):
-                if prev is None and not (args.draw_only and method == "dynesty"):
-                    runs[method] = {"status": "not run (--methods / time budget)",
-                                    "results": {}, "trace": None}
+        for method in list(C.METHODS) + (["dynesty"] if model in args.dynesty else []):
+            prev = stored.get(method)
+            if args.draw_only or (method not in args.methods if args.methods
+                                  else prev is not None and prev["status"] == "ok"):
+                runs[method] = prev or {"status": "not run (--methods / time budget)",
+                                        "results": {}, "trace": None}
                 continue
             runs[method] = run_method(model, method, sizes, args)
             print(f"[{model} {method}: {runs[method]['status']} after "
@@ -370,10 +347,8 @@ def main():
             # interrupted run resumes (--reuse), and methods can run in parallel processes.
             C.OUTDIR.mkdir(parents=True, exist_ok=True)
             (C.OUTDIR / f"evidence_vs_n.{model}.{method}.json").write_text(json.dumps(
-                {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
-                 "run": runs[method]}, indent=1))
-        store[model] = {"sizes": sizes, "refs": {str(n): list(v) for n, v in refs.items()},
-                        "runs": runs}
+                {"sizes": sizes, "refs": saved, "run": runs[method]}, indent=1))
+        store[model] = {"sizes": sizes, "refs": saved, "runs": runs}
         rows += table_rows(model, sizes, refs, runs)
     C.write_table(rows, COLUMNS, "evidence_vs_n", FORMATS)
     notes = speedups(rows)
