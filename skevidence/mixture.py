@@ -25,9 +25,11 @@ DATA_VARIANCE_FRACTION = 0.1
 
 _N_INIT_WHY = """
         A mixture's posterior often has such modes (components that
-        overlap, differ much in weight, or explain no data), so two runs of
-        64 particles are the default: for a little more than the cost of
-        one run of 128, their disagreement enters the error bar."""
+        overlap, differ much in weight, or explain no data), so three runs
+        of 64 particles are the default, at about twice the cost of one run
+        of 128: two runs often agree by chance where a third does not
+        (:ref:`mixture-sweep`). ``n_init=1, n_particles=128`` is the
+        single run."""
 
 # The argument of ``EvidenceGMM.sample``, validated as the parameters are.
 _SAMPLE_CONSTRAINTS = {"n_samples": [Interval(numbers.Integral, 1, None, closed="left")]}
@@ -70,7 +72,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         mean in the first batch.
     mean_variance_factor : float, default=4.0
         Prior variance of a mean, as a multiple of its component's variance.
-{shared_params_doc(learning_rate=0.007, warmup=warmup_doc(2000), n_particles=64, n_init=2,
+{shared_params_doc(learning_rate=0.007, warmup=warmup_doc(2000), n_particles=64, n_init=3,
                    n_init_why=_N_INIT_WHY)}
 
     Attributes
@@ -168,7 +170,7 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
         n_particles=64, max_particles=None, batch_size=500, n_burnin=20,
         learning_rate=0.007, momentum_decay=0.2, target_ess=0.9, resample_threshold=0.5,
         reservoir_size=None, device="cpu", dtype="float64", random_state=None, verbose=0,
-        engine_options=None, method="sgais", n_init=2,
+        engine_options=None, method="sgais", n_init=3,
     ):
         store_init_params(self, locals())
 
