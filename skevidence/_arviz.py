@@ -81,7 +81,7 @@ def _prior_draws(est, n_draws, random_state):
     with torch_threads(), torch.no_grad():
         theta = est._model.sample_prior(n_draws, generator, dtype=est._torch_dtype,
                                         device=est.device)
-        params, _, _ = est._natural_parameters(theta)
+        params = est._natural_parameters(theta).params
     return {name: _numpy(value)[None] for name, value in params.items()}
 
 
@@ -192,7 +192,8 @@ def to_inference_data(est, X=None, y=None, *, n_draws=None, resample=True, rando
     # ``particle_weights_``.
     theta = est._particles_tensor()
     with torch.no_grad():
-        params, dims, coords = est._natural_parameters(theta)
+        natural = est._natural_parameters(theta)
+    params, dims, coords = natural.params, natural.dims, natural.coords
     # Natural parameters per particle, then per draw: [chain, draw, ...]
     prior = _prior_draws(est, index.shape[0], random_state)
     groups = {"posterior": {name: in_chains(_numpy(value)) for name, value in params.items()},

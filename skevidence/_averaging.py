@@ -49,7 +49,9 @@ def set_members(averager, names, fitted, kind, log_prior, previous=None):
     Called from the averager's public methods directly: the tie warning's
     stack level points at their caller.
     """
-    log_evidences, stds, log_posterior = read_evidences(fitted, names, log_prior)
+    evidences = read_evidences(fitted, names, log_prior)
+    log_evidences, stds, log_posterior = (evidences.log_evidences, evidences.stds,
+                                          evidences.log_posterior)
     log_weights = updated_log_weights(averager.forgetting, log_prior, log_evidences,
                                       log_posterior, previous)
     if kind == "classifier":

@@ -117,13 +117,13 @@ def _scan(path, columns, target, chunk_size, model=None, progress=False):
     """
     scaler, classes = StandardScaler(), set()
     with tqdm(unit="rows", desc="scan", file=sys.stderr, disable=not progress) as bar:
-        for X, y, lines in chunks(path, columns, target, chunk_size):
-            scaler.partial_fit(X)
-            if y is not None and model == "linear":
-                numeric_target(y, lines, path, target)
-            elif y is not None:
-                classes.update(y.tolist())
-            bar.update(X.shape[0])
+        for chunk in chunks(path, columns, target, chunk_size):
+            scaler.partial_fit(chunk.X)
+            if chunk.y is not None and model == "linear":
+                numeric_target(chunk.y, chunk.lines, path, target)
+            elif chunk.y is not None:
+                classes.update(chunk.y.tolist())
+            bar.update(chunk.X.shape[0])
     if not hasattr(scaler, "n_samples_seen_"):
         raise CLIError(f"{path} has a header but no data rows")
     return int(scaler.n_samples_seen_), scaler, _labels(sorted(classes))
@@ -185,7 +185,8 @@ def compare(args):
     seen = 0
     with tqdm(total=n, unit="rows", desc="fit", file=sys.stderr, disable=not show) as bar:
         rows = chunks(args.data, columns, args.target, args.chunk_size)
-        for k, (X, y, lines) in enumerate(rows, start=1):
+        for k, chunk in enumerate(rows, start=1):
+            X, y, lines = chunk.X, chunk.y, chunk.lines
             with warnings.catch_warnings():
                 if seen + X.shape[0] < n:
                     # A ranking before the last chunk is provisional: warn of

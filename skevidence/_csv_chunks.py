@@ -6,14 +6,24 @@ memory.
 """
 
 import csv
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CLIError", "read_header", "chunks", "numeric_target"]
+__all__ = ["CLIError", "CsvChunk", "read_header", "chunks", "numeric_target"]
 
 
 class CLIError(Exception):
     """A user error, reported as one line on stderr with exit status 2."""
+
+
+@dataclass(frozen=True)
+class CsvChunk:
+    """Rows of the file: features as floats, the target as text, and their line numbers."""
+
+    X: np.ndarray  # [rows, features] float64
+    y: np.ndarray | None  # [rows] str; None without a target
+    lines: list  # the rows' line numbers in the file, for messages that name a row
 
 
 def read_header(path):
@@ -28,11 +38,7 @@ def read_header(path):
 
 
 def chunks(path, columns, target, chunk_size):
-    """Yield ``(X, y, lines)`` of at most ``chunk_size`` rows.
-
-    ``y`` is the target column as text (None without a target), ``lines``
-    the rows' line numbers in the file, for messages that name a row.
-    """
+    """Yield a :class:`CsvChunk` of at most ``chunk_size`` rows at a time."""
     header = read_header(path)
     feature_idx = [header.index(c) for c in columns]
     target_idx = None if target is None else header.index(target)
@@ -56,7 +62,7 @@ def chunks(path, columns, target, chunk_size):
 
 
 def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
-    """The chunk's features as floats, its target as text; ``lines``: the rows' line numbers."""
+    """The :class:`CsvChunk` of ``rows``, whose line numbers are ``lines``."""
     try:
         X = np.array([[float(row[i]) for i in feature_idx] for row in rows], dtype=np.float64)
     except ValueError:
@@ -67,7 +73,7 @@ def _to_arrays(rows, lines, header, feature_idx, target_idx, path):
                        f"{rows[row][feature_idx[col]].strip()!r} is not finite; drop or impute "
                        "the rows with missing or infinite values")
     y = None if target_idx is None else np.array([row[target_idx].strip() for row in rows])
-    return X, y, lines
+    return CsvChunk(X, y, lines)
 
 
 def _not_a_number(rows, lines, header, feature_idx, target_idx, path):

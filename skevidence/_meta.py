@@ -10,6 +10,7 @@ and a prior into posterior probabilities and warn on a tie. Not public.
 import numbers
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -203,13 +204,19 @@ def partial_fit_params(kind, classes):
     return {}
 
 
-def read_evidences(fitted, names, log_prior):
-    """``(log_evidences, stds, log_posterior)`` of fitted members fitted on the same data.
+@dataclass(frozen=True)
+class MemberEvidences:
+    """The members' log evidences, their stds, and ``log_evidences + log_prior`` unnormalised."""
 
-    ``log_posterior`` is ``log_evidences + log_prior``, unnormalised.
-    """
+    log_evidences: np.ndarray  # [n_members]
+    stds: np.ndarray  # [n_members]
+    log_posterior: np.ndarray  # [n_members]
+
+
+def read_evidences(fitted, names, log_prior):
+    """The :class:`MemberEvidences` of members fitted on the same data."""
     log_evidences = np.array([fitted_log_evidence(est, name)
                               for name, est in zip(names, fitted)])
     check_same_data(fitted, names)
     stds = np.array([fitted_log_evidence_std(est) for est in fitted])
-    return log_evidences, stds, log_evidences + log_prior
+    return MemberEvidences(log_evidences, stds, log_evidences + log_prior)

@@ -1,6 +1,7 @@
 """Reading a fitted posterior: predictions over row blocks and the ArviZ export."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -8,12 +9,21 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._config import torch_threads
 
-__all__ = ["PosteriorMixin"]
+__all__ = ["NaturalParameters", "PosteriorMixin"]
 
 # Prediction works on blocks of rows whose per-particle intermediate
 # ([n_particles, rows, width] float64) has at most this many elements
 # (2**22: 32 MiB), so memory stays bounded whatever the number of rows.
 _PREDICT_BLOCK_ELEMENTS = 2**22
+
+
+@dataclass(frozen=True)
+class NaturalParameters:
+    """Named parameter arrays of some particles, with their ArviZ ``dims`` and ``coords``."""
+
+    params: dict  # name -> [M, ...]
+    dims: dict  # name -> the names of its dimensions after the particles'
+    coords: dict  # dimension name -> its labels
 
 
 class PosteriorMixin:
@@ -161,7 +171,7 @@ class PosteriorMixin:
         return y
 
     def _natural_parameters(self, theta):
-        """``(params, dims, coords)`` of particles ``theta [M, d]`` for ``to_inference_data``."""
+        """The :class:`NaturalParameters` of particles ``theta [M, d]`` for ``to_inference_data``."""
         unpack = getattr(self._model, "unpack", None)
         if callable(unpack):
             try:
@@ -169,6 +179,6 @@ class PosteriorMixin:
             except TypeError:  # an unpack of another signature: fall back on theta
                 named = None
             if isinstance(named, Mapping):
-                return dict(named), {}, {}
-        return ({"theta": theta}, {"theta": ["param"]},
-                {"param": np.arange(theta.shape[1])})
+                return NaturalParameters(dict(named), {}, {})
+        return NaturalParameters({"theta": theta}, {"theta": ["param"]},
+                                 {"param": np.arange(theta.shape[1])})

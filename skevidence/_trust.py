@@ -15,12 +15,14 @@ back and the Birge ratio widens the error bar over their disagreement.
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .inference import importance, importance_steps, mode_search, posterior_gap, sgais
+from .inference.importance import ImportanceEstimate
 
 __all__ = ["TrustDiagnosticsMixin", "combined_estimate"]
 
@@ -75,6 +77,37 @@ MISSED_MODE_NATS = importance_steps.MISSED_MODE_NATS
 SPARE_WEIGHT = 0.1
 
 
+@dataclass(frozen=True)
+class ImportanceCheck:
+    """The importance-sampling check and the annealing's estimate and ``fold_var`` it faces."""
+
+    estimate: ImportanceEstimate | None
+    annealed: float  # the annealing's debiased log evidence
+    std: float  # its std
+    fold_var: float  # the engine's fold_var: a fold since replaces the estimate checked
+
+
+@dataclass(frozen=True)
+class MissedModeCheck:
+    """The mass of a mode the search found above the particles, and the annealing's estimate."""
+
+    estimate: ImportanceEstimate
+    annealed: float  # the annealing's debiased log evidence
+    std: float  # its std
+
+
+@dataclass(frozen=True)
+class GapChecks:
+    """The checks made at ``n_seen`` observations, reused until the data seen double."""
+
+    n_seen: int
+    gap: posterior_gap.PosteriorGap
+    spread: tuple  # (spread ratio, its standard error): posterior_gap.spread_ratio
+    importance: ImportanceCheck | None
+    missed_mode: MissedModeCheck | None
+    spare_weight: float | None  # Model.spare_weight; None where the store is a sample
+
+
 def combined_estimate(a, std_a, b, std_b):
     """Two estimates of one log evidence, combined.
 
@@ -118,14 +151,15 @@ class TrustDiagnosticsMixin:
     """``diagnostics_`` and the untrustworthy-run warning, for BaseEvidenceEstimator."""
 
     def _posterior_gap(self):
-        """The posterior-gap check (see inference/posterior_gap.py), rerun only
+        """The posterior-gap check (see inference/posterior_gap.py) and the others
+        made with it, a :class:`GapChecks`, rerun only
         when the data seen have doubled since the last one, so that a
         stream fed in many small ``partial_fit`` calls pays for it about
         twice in all."""
         state = self._state
         last = getattr(self, "_gap_checked", None)
-        if last is not None and state.n_seen < 2 * last[0]:
-            return last[1], last[2]
+        if last is not None and state.n_seen < 2 * last.n_seen:
+            return last
         W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
         store = state.reservoir.data()
         cloud = self._searched_cloud(W) or posterior_gap.cloud_on_posterior(
@@ -138,9 +172,9 @@ class TrustDiagnosticsMixin:
         if state.reservoir.size == state.n_seen:  # counts on a sample would miss rare parts
             with torch.no_grad():
                 spare = self._model.spare_weight(state.theta, W, store)
-        self._gap_checked = (state.n_seen, gap, spread, self._importance_check(W),
-                             self._missed_mode_check(W, cloud.log_p), spare)
-        return gap, spread
+        self._gap_checked = GapChecks(state.n_seen, gap, spread, self._importance_check(W),
+                                      self._missed_mode_check(W, cloud.log_p), spare)
+        return self._gap_checked
 
     def _searched_cloud(self, W):
         """The engine's pass over the store for its search at the end of this update
@@ -154,8 +188,7 @@ class TrustDiagnosticsMixin:
         return searched.cloud
 
     def _importance_check(self, W):
-        """``(estimate, annealing's log evidence, its std, the engine's fold_var)`` at
-        this ``n_seen``, the
+        """The :class:`ImportanceCheck` at this ``n_seen``, the
         estimate from :func:`importance.importance_log_evidence` with
         IMPORTANCE_DRAWS draws, more where their ESS is short of
         IMPORTANCE_MIN_EFFECTIVE (None where it does not apply: a posterior
@@ -168,11 +201,11 @@ class TrustDiagnosticsMixin:
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
                 state.side_generator(0), start=state.fold_mode,
                 min_effective=IMPORTANCE_MIN_EFFECTIVE, max_draws=IMPORTANCE_MAX_DRAWS)
-        return (estimate, float(state.debiased_log_evidence), float(state.log_evidence_std),
-                state.fold_var)
+        return ImportanceCheck(estimate, float(state.debiased_log_evidence),
+                               float(state.log_evidence_std), state.fold_var)
 
     def _missed_mode_check(self, W, live_log_p):
-        """``(estimate, annealing's log evidence, its std)``, the estimate from
+        """The :class:`MissedModeCheck`, its estimate from
         :func:`mode_search.missed_mode` (None where the model offers no search,
         the store is bounded, or the search found nothing above the particles)."""
         state = self._state
@@ -186,16 +219,18 @@ class TrustDiagnosticsMixin:
                 found = mode_search.missed_mode(self._model, state.theta, W,
                                                 state.reservoir.data(), IMPORTANCE_DRAWS,
                                                 state.side_generator(1), live_log_p)
-            estimate = None if found is None else found[0]
+            estimate = None if found is None else found.estimate
         if estimate is None:
             return None
-        return estimate, float(state.debiased_log_evidence), float(state.log_evidence_std)
+        return MissedModeCheck(estimate, float(state.debiased_log_evidence),
+                               float(state.log_evidence_std))
 
     def _diagnostics(self):
         state = self._state
         d = state.theta.shape[1]
         steps = self.evidence_trace_["n_annealing_steps"]
-        (gap, optimum, mean_log_p), (spread, spread_se) = self._posterior_gap()
+        checks = self._posterior_gap()
+        spread, spread_se = checks.spread
         return {
             "n_diverged": int(state.n_diverged),
             "max_diverged_fraction": float(state.max_diverged_fraction),
@@ -206,28 +241,28 @@ class TrustDiagnosticsMixin:
             "ess": float(sgais.ess(state.log_W)),
             "n_islands": int(state.island_starts.shape[0]),
             "log_evidence_std": self.log_evidence_std_,
-            "posterior_gap": float(gap),
-            "posterior_gap_n_seen": int(self._gap_checked[0]),
+            "posterior_gap": float(checks.gap.gap),
+            "posterior_gap_n_seen": int(checks.n_seen),
             "posterior_gap_threshold": float(posterior_gap.gap_threshold(
                 d, state.n_seen / max(state.reservoir.size, 1))),
-            "log_posterior_optimum": float(optimum),
-            "mean_log_posterior": float(mean_log_p),
+            "log_posterior_optimum": float(checks.gap.optimum),
+            "mean_log_posterior": float(checks.gap.mean_log_p),
             "spread_ratio": float(spread),
             "spread_ratio_se": float(spread_se),
             **self._importance_entries(),
             **self._missed_mode_entries(),
-            "spare_weight": math.nan if self._gap_checked[5] is None else self._gap_checked[5],
+            "spare_weight": math.nan if checks.spare_weight is None else checks.spare_weight,
         }
 
     def _importance_entries(self):
         """The importance-sampling check's ``diagnostics_`` entries (NaN where it did not run)."""
-        check = self._gap_checked[3]
-        estimate = None if check is None else check[0]
+        check = self._gap_checked.importance
+        estimate = None if check is None else check.estimate
         if estimate is None:
             return {"importance_log_evidence": math.nan, "importance_log_evidence_std": math.nan,
                     "importance_ess": math.nan, "importance_draws": 0,
                     "importance_z": math.nan}
-        _, annealed, std, _ = check
+        annealed, std = check.annealed, check.std
         return {"importance_log_evidence": estimate.log_evidence,
                 "importance_log_evidence_std": estimate.std,
                 "importance_ess": estimate.ess,
@@ -258,11 +293,11 @@ class TrustDiagnosticsMixin:
         annealed_now, std_now = self.log_evidence_, self.log_evidence_std_
         diag.update(annealing_log_evidence=annealed_now, annealing_log_evidence_std=std_now,
                     birge_ratio=math.nan)
-        check = self._gap_checked[3]
-        if (self.method != "sgais" or check is None or check[0] is None
-                or not _trustworthy(check[0]) or check[3] != self._state.fold_var):
+        check = self._gap_checked.importance
+        if (self.method != "sgais" or check is None or check.estimate is None
+                or not _trustworthy(check.estimate) or check.fold_var != self._state.fold_var):
             return
-        estimate, annealed, std, _ = check
+        estimate, annealed, std = check.estimate, check.annealed, check.std
         if not all(map(math.isfinite, (annealed, std, estimate.log_evidence, estimate.std,
                                        annealed_now, std_now))):
             return
@@ -276,12 +311,12 @@ class TrustDiagnosticsMixin:
     def _missed_mode_entries(self):
         """``missed_mode_log_evidence`` (the mass of a mode the search found above every
         particle, NaN where none) and its excess over the log evidence plus twice its std."""
-        check = self._gap_checked[4]
+        check = self._gap_checked.missed_mode
         if check is None:
             return {"missed_mode_log_evidence": math.nan, "missed_mode_excess": math.nan}
-        estimate, annealed, std = check
-        return {"missed_mode_log_evidence": estimate.log_evidence,
-                "missed_mode_excess": estimate.log_evidence - annealed - 2.0 * std}
+        return {"missed_mode_log_evidence": check.estimate.log_evidence,
+                "missed_mode_excess": check.estimate.log_evidence - check.annealed
+                - 2.0 * check.std}
 
     def _untrustworthy_reasons(self, diag):
         M = self._state.theta.shape[0]

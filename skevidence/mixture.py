@@ -13,6 +13,7 @@ from ._arviz import feature_coords
 from ._base import BaseEvidenceEstimator, store_init_params
 from ._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, method_doc,
                           shared_params_doc, warmup_doc)
+from ._posterior import NaturalParameters
 from ._prior import PriorRecord
 from ._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from .models import GaussianMixtureModel
@@ -225,11 +226,11 @@ class EvidenceGMM(DensityMixin, BaseEvidenceEstimator):
 
     def _natural_parameters(self, theta):
         log_w, means, variances = self._model.unpack(theta)
-        return ({"weights": log_w.exp(), "means": means, "variances": variances},
-                {"weights": ["component"], "means": ["component", "feature"],
-                 "variances": ["component", "feature"]},
-                {"component": np.arange(self._model.n_components),
-                 "feature": feature_coords(self)})
+        return NaturalParameters(
+            {"weights": log_w.exp(), "means": means, "variances": variances},
+            {"weights": ["component"], "means": ["component", "feature"],
+             "variances": ["component", "feature"]},
+            {"component": np.arange(self._model.n_components), "feature": feature_coords(self)})
 
     # -- predictions -------------------------------------------------------------------
 

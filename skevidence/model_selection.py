@@ -205,8 +205,9 @@ class EvidenceSearch(BaseEstimator):
 
     def _set_results(self, params, fitted, fit_times, log_prior):
         names = [str(i) for i in range(len(fitted))]
-        log_evidence, stds, log_posterior = read_evidences(fitted, names, log_prior)
-        log_posterior = log_softmax(log_posterior)
+        evidences = read_evidences(fitted, names, log_prior)
+        log_evidence, stds = evidences.log_evidences, evidences.stds
+        log_posterior = log_softmax(evidences.log_posterior)
         best = int(np.argmax(log_posterior))
         results = {"params": np.empty(len(params), dtype=object)}
         results["params"][:] = params

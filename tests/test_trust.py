@@ -302,7 +302,7 @@ def test_refit_checks_the_new_run_and_partial_fit_rechecks_on_doubling():
     reg.partial_fit(X[800:1000], y[800:1000])  # 1000 < 2 * 800: the check is reused
     assert reg._gap_checked is first
     reg.fit(X[:300], y[:300])  # a new run is checked afresh
-    assert reg._gap_checked[0] == 300
+    assert reg._gap_checked.n_seen == 300
 
 
 def test_the_checks_take_the_pass_of_the_search_that_ends_the_update(monkeypatch):

@@ -24,7 +24,6 @@ near the mode (``curvature``).
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 
@@ -68,7 +67,8 @@ class ImportanceEstimate:
     n_draws: int | None = None
 
 
-class ImportanceDraws(NamedTuple):
+@dataclass(frozen=True)
+class ImportanceDraws:
     """An estimate with the weighted draws it comes from."""
 
     estimate: ImportanceEstimate

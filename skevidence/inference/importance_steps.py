@@ -169,14 +169,15 @@ def move_to_missed_mode(model, state, config, ends_update=False):
                                         leave_cloud_mode=folds_weigh_the_cloud(model, state,
                                                                                 config))
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
-        if found is not None and found[0].log_evidence > bar - SCREEN_MARGIN:
+        if found is not None and found.estimate.log_evidence > bar - SCREEN_MARGIN:
             n_draws = min(2 * RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
-            found = importance.importance_at(model, found[3], store, n_draws, generator)
+            found = importance.importance_at(model, found.point, store, n_draws, generator)
     state = replace(state, search_found=SearchFound(state.n_seen,
-                                                     None if found is None else found[0]))
-    if found is None or not found[0].log_evidence > bar:
+                                                     None if found is None else found.estimate))
+    if found is None or not found.estimate.log_evidence > bar:
         return state, 0
-    return restart_from_draws(model, state, *found, generator), 1
+    return restart_from_draws(model, state, found.estimate, found.draws, found.log_weights,
+                              generator), 1
 
 
 def _cloud_for_the_checks(model, state, W, store):

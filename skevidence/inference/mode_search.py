@@ -21,7 +21,7 @@ a mode. The engine then moves the cloud there (``sgais.move_to_missed_mode``);
 the estimators' checks repeat the search and warn (``_trust.py``).
 """
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import torch
 
@@ -32,10 +32,9 @@ from .posterior_gap import log_posterior
 __all__ = ["MissedMode", "missed_mode"]
 
 
-
-class MissedMode(NamedTuple):
-    """The importance draws around a point of the search (:class:`importance.ImportanceDraws`)
-    and the point."""
+@dataclass(frozen=True)
+class MissedMode:
+    """The importance draws around a point the search found, and the point."""
 
     estimate: ImportanceEstimate
     draws: torch.Tensor  # [n_draws, d]
@@ -80,7 +79,8 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
         above = above[:1]
     found = [(importance_at(model, point, store, n_draws, generator), point)
              for point in candidates[above]]
-    found = [MissedMode(*f, point) for f, point in found if f is not None]
+    found = [MissedMode(f.estimate, f.draws, f.log_weights, point)
+             for f, point in found if f is not None]
     return max(found, key=lambda f: f.estimate.log_evidence, default=None)
 
 

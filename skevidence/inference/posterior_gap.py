@@ -15,12 +15,13 @@ passes that check; :func:`spread_ratio` sees it instead.
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 from ..models.batches import batch_size_of, row_blocks
 
-__all__ = ["posterior_gap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
+__all__ = ["posterior_gap", "PosteriorGap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
            "cloud_on_posterior", "log_posterior_and_grad", "log_posterior"]
 
 
@@ -60,6 +61,14 @@ def log_posterior(model, theta, blocks, scale=1.0):
     for block in blocks:
         total = total + scale * model.log_likelihood_sum(theta, block).to(total.dtype)
     return total
+
+
+class PosteriorGap(NamedTuple):
+    """The gap ``optimum - mean_log_p``, the log posterior at the optimum, ``E_W log p``."""
+
+    gap: float
+    optimum: float
+    mean_log_p: float
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ def spread_ratio(model, theta, W, store, n_seen, cloud=None):
 
 
 def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
-    """``(gap, log p at the optimum, E_W log p)`` of the particles ``theta [M, d]``.
+    """The :class:`PosteriorGap` of the particles ``theta [M, d]``.
 
     ``W`` are normalised weights ``[M]``; ``store`` the stored observations
     (a uniform sample of the ``n_seen`` seen when the reservoir is
@@ -152,7 +161,7 @@ def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
     start = float(log_p[k])
     _, found = maximize(objective, torch.zeros_like(best), n_steps)
     optimum = max(start, found) if math.isfinite(found) else start
-    return optimum - mean_log_p, optimum, mean_log_p
+    return PosteriorGap(optimum - mean_log_p, optimum, mean_log_p)
 
 
 def maximize(objective, z, n_steps, history=10):

@@ -218,10 +218,11 @@ def _start_by_importance(model, state, config, chunk, move, callback):
     with torch.no_grad():
         found = importance.importance_draws(model, state.theta, W, chunk,
                                             START_DRAWS * state.theta.shape[0], state.generator)
-    if found is None or found[0].ess * START_DRAWS < START_MIN_ESS:
+    if found is None or found.estimate.ess * START_DRAWS < START_MIN_ESS:
         return None
     tally = ChunkTally(n_steps=1, n_particles=state.theta.shape[0], n_resamplings=1)
-    state = restart_from_draws(model, state, *found, state.generator)
+    state = restart_from_draws(model, state, found.estimate, found.draws, found.log_weights,
+                               state.generator)
     for _ in range(START_MOVES):
         state, moved = _moved(model, state, config, chunk, 1.0, move)
         tally += moved

@@ -9,6 +9,7 @@ from sklearn.utils.validation import validate_data
 from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator, store_init_params
 from .._docstrings import TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, shared_params_doc
+from .._posterior import NaturalParameters
 from .._prior import PriorRecord, prior_array
 from .._validation import FINITE, POSITIVE_FINITE
 from ..models import LinearRegressionModel
@@ -316,7 +317,7 @@ class EvidenceLinearRegression(RegressorMixin, BaseEvidenceEstimator):
             params["intercept"] = beta[:, p]
         if self._model.unknown_noise:
             params["noise_variance"] = log_var.exp()
-        return params, {"coef": ["feature"]}, {"feature": feature_coords(self)}
+        return NaturalParameters(params, {"coef": ["feature"]}, {"feature": feature_coords(self)})
 
     def _prior_draws(self, n, generator):
         """``n`` draws of the engine's parameters from the prior, float64 on the CPU."""

@@ -13,6 +13,7 @@ from .._arviz import feature_coords
 from .._base import BaseEvidenceEstimator, store_init_params
 from .._docstrings import (TRUST_ATTRIBUTES_DOC, WEIGHTS_ATTRIBUTES_DOC, method_doc,
                            shared_params_doc, warmup_doc)
+from .._posterior import NaturalParameters
 from .._prior import PriorRecord, prior_array
 from .._validation import FINITE, POSITIVE_FINITE, normalize_proba
 from ..models import LogisticRegressionModel
@@ -319,8 +320,8 @@ default=1.0
         params = {"coef": W}
         if self._model.fit_intercept:
             params["intercept"] = b
-        return (params, {"coef": ["class", "feature"], "intercept": ["class"]},
-                {"class": list(self.classes_), "feature": feature_coords(self)})
+        return NaturalParameters(params, {"coef": ["class", "feature"], "intercept": ["class"]},
+                                 {"class": list(self.classes_), "feature": feature_coords(self)})
 
     def _observed_targets(self, y):
         return self.classes_[y]  # the labels, not their indices

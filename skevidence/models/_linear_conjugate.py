@@ -9,6 +9,7 @@ and log joint follow in ``O(M d^2)`` (in the batch's dtype).
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -17,12 +18,20 @@ from .base import LOG_2PI
 __all__ = ["GramStats", "gram_stats", "prepared_batch", "summarize", "prepared_summary",
            "prepared_log_likelihood_and_grad", "prepared_log_joint_and_grad",
            "centred_log_likelihood_and_grad",
-           "conjugate_update", "posterior", "exact_log_evidence"]
+           "ConjugateUpdate", "conjugate_update", "posterior", "exact_log_evidence"]
 
+
+class ConjugateUpdate(NamedTuple):
+    """The design, the targets less the prior mean's fit, and the posterior precision solved."""
+
+    Phi: torch.Tensor  # [n, d] design
+    r: torch.Tensor  # [n] y - Phi mu
+    L: torch.Tensor  # [d, d] Cholesky factor of the posterior precision A
+    m: torch.Tensor  # [d] A^{-1} Phi^T r, A = L L^T
 
 
 def conjugate_update(model, batch, weights=None):
-    """Design, centred targets and the Cholesky factor of the posterior precision."""
+    """The :class:`ConjugateUpdate` of ``batch`` (rows weighted by ``weights``), float64."""
     X, y = (t.to(torch.float64) for t in batch)
     Phi = model._design(X)
     r = y - Phi @ model._prior_mean(Phi)
@@ -30,14 +39,15 @@ def conjugate_update(model, batch, weights=None):
         weights, dtype=torch.float64, device=Phi.device).reshape(-1, 1)
     L = torch.linalg.cholesky(model._prior_precision_matrix(Phi) + Phi_w.T @ Phi)
     m = torch.cholesky_solve((Phi_w.T @ r).reshape(-1, 1), L).reshape(-1)
-    return Phi, r, L, m
+    return ConjugateUpdate(Phi, r, L, m)
 
 
 def posterior(model, batch, weights=None):
     """``LinearRegressionModel.posterior``: the known-noise model's Gaussian posterior."""
     if model.unknown_noise:
         raise NotImplementedError("posterior() is for the known-noise model")
-    _, _, L, m = conjugate_update(model, batch, weights)
+    update = conjugate_update(model, batch, weights)
+    L, m = update.L, update.m
     return m / model.noise_std, torch.cholesky_inverse(L)
 
 

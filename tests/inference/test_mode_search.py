@@ -56,7 +56,7 @@ def test_the_search_finds_the_mass_a_trapped_cloud_misses():
     particles, W = _cloud(trapped, 0)
     gen = torch.Generator().manual_seed(0)
     healthy = importance_log_evidence(model, start, ONE, store, 128, gen)
-    missed = missed_mode(model, particles, W, store, 64, gen)[0]
+    missed = missed_mode(model, particles, W, store, 64, gen).estimate
     # Seeds 0-9 (particles, search and draws): -0.17..+0.08 against the
     # estimate at the mode, SD 0.08, ESS 0.68-0.79: 0.5 is six SDs.
     assert abs(missed.log_evidence - healthy.log_evidence) < 0.5 and missed.ess > 0.6
@@ -71,7 +71,7 @@ def test_a_cloud_at_the_best_mode_has_nothing_missed():
     found = missed_mode(model, particles, W, store, 64, gen)
     # The search climbs to the particles' own mode (its point may beat them
     # by a little): its mass is theirs (seeds 0-9: -0.27..+0.10, SD 0.1).
-    assert found is None or abs(found[0].log_evidence - healthy.log_evidence) < 0.6
+    assert found is None or abs(found.estimate.log_evidence - healthy.log_evidence) < 0.6
 
 
 def test_past_the_first_fold_the_search_leaves_the_clouds_own_mode_unweighed():
