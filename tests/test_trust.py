@@ -18,6 +18,7 @@ from skevidence.exceptions import PreconditionWarning
 from skevidence.ensemble import BayesianModelAverager, EvidenceTieWarning
 from skevidence.inference import sgais
 from skevidence.inference.importance import ImportanceEstimate
+from skevidence.inference.mode_search import MissedMode
 from skevidence.model_selection import EvidenceSearch
 from skevidence.models import LinearRegressionModel
 from tests._standins import StandInClassifier
@@ -163,7 +164,8 @@ def test_a_mode_the_particles_missed_warns(monkeypatch):
     annealed = gmm.diagnostics_  # the excess is over the annealing's estimate
     found = ImportanceEstimate(annealed["annealing_log_evidence"]
                                + 2 * annealed["annealing_log_evidence_std"] + 8.0, 0.1, 0.7)
-    monkeypatch.setattr(_trust.mode_search, "missed_mode", lambda *args: (found, None, None))
+    monkeypatch.setattr(_trust.mode_search, "missed_mode",
+                        lambda *args: MissedMode(found, None, None, None))
     with pytest.warns(ConvergenceWarning, match="trapped in a lesser mode"):
         gmm.fit(X)
     assert gmm._state.search_found is None
