@@ -29,7 +29,7 @@ _N_INIT_WHY = """
         overlap, differ much in weight, or explain no data), so three runs
         of 64 particles are the default, at about twice the cost of one run
         of 128: two runs often agree by chance where a third does not
-        (:ref:`mixture-sweep`). ``n_init=1, n_particles=128`` is the
+        (:ref:`the mixture sweep <mixture-sweep>`). ``n_init=1, n_particles=128`` is the
         single run."""
 
 # The argument of ``EvidenceGMM.sample``, validated as the parameters are.

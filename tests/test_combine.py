@@ -87,18 +87,18 @@ def test_the_check_draws_more_from_the_same_t_until_its_ess_is_enough():
 # -- the combination on a fit ------------------------------------------------------
 
 
-def test_gross_outliers_the_combination_covers_what_the_annealing_misses():
+def test_gross_outliers_the_combination_lands_within_its_error_bar():
     X, y = outlier_data()
     exact = EvidenceLinearRegression().exact_log_evidence(X, y)
-    # Sampler seeds 0-2 on these data: annealing errors +0.31, -1.37, -0.96 nats
-    # with std 0.83, 0.64, 0.57; combined -0.10, -0.07, -0.06 with std 0.07,
-    # 0.14, 0.12. Seeds 1 and 2 err beyond their std; the combination comes
-    # within one of its std, asserted within two.
-    for seed in (1, 2):
+    # Gross outliers make the annealing's error vary over sampler seeds by about
+    # its own std, and by more on some seeds and CPUs (where its rounding takes
+    # another path); the importance check at the end does not depend on the
+    # path. The combination comes within one of its std on every seed tried,
+    # asserted within two, and is never less certain than the annealing alone
+    # unless the two disagree (the Birge ratio widens it).
+    for seed in (0, 1, 2):
         reg = _fit(EvidenceLinearRegression(random_state=seed), X, y)
         d = reg.diagnostics_
-        annealing_error = d["annealing_log_evidence"] - exact
-        assert abs(annealing_error) > d["annealing_log_evidence_std"], seed
         assert abs(reg.log_evidence_ - exact) < 2.0 * reg.log_evidence_std_, seed
         # What was combined, and how.
         mean, std, ratio = combined_estimate(d["annealing_log_evidence"],
@@ -106,7 +106,8 @@ def test_gross_outliers_the_combination_covers_what_the_annealing_misses():
                                              d["importance_log_evidence"],
                                              d["importance_log_evidence_std"])
         assert (reg.log_evidence_, reg.log_evidence_std_, d["birge_ratio"]) == (mean, std, ratio)
-        assert d["log_evidence_std"] == reg.log_evidence_std_ and ratio > 1.0
+        assert d["log_evidence_std"] == reg.log_evidence_std_
+        assert std < d["annealing_log_evidence_std"] * max(1.0, ratio)
         assert reg.evidence_trace_["log_evidence"][-1] == d["annealing_log_evidence"]
 
 
