@@ -87,14 +87,18 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         with its standard error ``spread_ratio_se``,
         ``importance_log_evidence`` (an independent estimate of the log
         evidence at ``posterior_gap_n_seen`` observations, by importance
-        sampling from a Student-t at the posterior mode, for the
-        regression models, whose posteriors have one mode; NaN otherwise
-        or with a bounded ``reservoir_size``) with its
+        sampling from a Student-t at the posterior mode, symmetrised
+        over relabellings for a mixture; NaN where the curvature there is
+        not positive definite or with a bounded ``reservoir_size``) with its
         ``importance_log_evidence_std`` and ``importance_ess`` (as a
         fraction of its ``importance_draws``: 256, doubled up to 1024 until
         their ESS reaches a fifth of 256; short of that it is not used) and
         ``importance_z`` (the annealing's log evidence at that point minus
-        it, in combined standard deviations), ``annealing_log_evidence``
+        it, in combined standard deviations), ``importance_lower_bound``
+        (True where the particles spread over more than that mode holds:
+        the estimate is then of that mode's mass alone, at most the
+        evidence up to its error, and combined only with an annealing
+        estimate below it), ``annealing_log_evidence``
         and ``annealing_log_evidence_std`` (the annealing's estimate alone)
         with ``birge_ratio`` (of its combination with the check in
         ``log_evidence_``; NaN where none was made), ``missed_mode_log_evidence`` (for

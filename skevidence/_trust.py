@@ -200,7 +200,8 @@ class TrustDiagnosticsMixin:
             estimate = importance.importance_log_evidence(
                 model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
                 state.side_generator(0), start=state.fold_mode,
-                min_effective=IMPORTANCE_MIN_EFFECTIVE, max_draws=IMPORTANCE_MAX_DRAWS)
+                min_effective=IMPORTANCE_MIN_EFFECTIVE, max_draws=IMPORTANCE_MAX_DRAWS,
+                bound_where_spread=True)
         return ImportanceCheck(estimate, float(state.debiased_log_evidence),
                                float(state.log_evidence_std), state.fold_var)
 
@@ -261,14 +262,15 @@ class TrustDiagnosticsMixin:
         if estimate is None:
             return {"importance_log_evidence": math.nan, "importance_log_evidence_std": math.nan,
                     "importance_ess": math.nan, "importance_draws": 0,
-                    "importance_z": math.nan}
+                    "importance_z": math.nan, "importance_lower_bound": False}
         annealed, std = check.annealed, check.std
         return {"importance_log_evidence": estimate.log_evidence,
                 "importance_log_evidence_std": estimate.std,
                 "importance_ess": estimate.ess,
                 "importance_draws": int(estimate.n_draws or IMPORTANCE_DRAWS),
                 "importance_z": (annealed - estimate.log_evidence)
-                / math.hypot(std, estimate.std)}
+                / math.hypot(std, estimate.std),
+                "importance_lower_bound": estimate.lower_bound}
 
     def _combine_with_check(self, diag):
         """Set ``log_evidence_`` and ``log_evidence_std_`` to the annealing's estimate
@@ -288,7 +290,10 @@ class TrustDiagnosticsMixin:
         Only the ``sgais`` method combines: the other methods are baselines
         whose own estimates the benchmarks compare. Elsewhere (no check,
         one whose ESS is short, a value that is not finite) the annealing's
-        estimate stands.
+        estimate stands, and so it does above a check that is a lower bound
+        (particles spread over more than one mode): the annealing may hold
+        mass the check's t misses. Below a lower bound the annealing has
+        lost mass, and the two combine as elsewhere.
         """
         annealed_now, std_now = self.log_evidence_, self.log_evidence_std_
         diag.update(annealing_log_evidence=annealed_now, annealing_log_evidence_std=std_now,
@@ -300,6 +305,8 @@ class TrustDiagnosticsMixin:
         estimate, annealed, std = check.estimate, check.annealed, check.std
         if not all(map(math.isfinite, (annealed, std, estimate.log_evidence, estimate.std,
                                        annealed_now, std_now))):
+            return
+        if estimate.lower_bound and annealed >= estimate.log_evidence:
             return
         mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
                                                       estimate.std)
@@ -353,8 +360,10 @@ class TrustDiagnosticsMixin:
         z = diag["importance_z"]
         # Where the two estimates were combined, the Birge ratio has widened the
         # error bar over their difference: the number stands, and says how sure it is.
+        # Above a lower bound the annealing may hold mass the bound's t misses.
         if (diag["importance_ess"] * diag["importance_draws"] >= IMPORTANCE_MIN_EFFECTIVE
-                and abs(z) > IMPORTANCE_Z and not math.isfinite(diag["birge_ratio"])):
+                and abs(z) > IMPORTANCE_Z and not math.isfinite(diag["birge_ratio"])
+                and not (diag["importance_lower_bound"] and z > 0)):
             n = diag["posterior_gap_n_seen"]
             reasons.append(
                 f"after {n} observations the annealing's log evidence is {z:+.1f} combined "

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from skevidence import EvidenceLinearRegression
+from skevidence import EvidenceGMM, EvidenceLinearRegression
 from skevidence._trust import (IMPORTANCE_DRAWS, IMPORTANCE_MAX_DRAWS, IMPORTANCE_MIN_EFFECTIVE,
-                               combined_estimate)
+                               ImportanceCheck, TrustDiagnosticsMixin, combined_estimate)
 from skevidence.inference import importance, importance_steps
 from tests.conftest import CHEAP, paper_linear_data
 
@@ -109,6 +109,42 @@ def test_gross_outliers_the_combination_lands_within_its_error_bar():
         assert d["log_evidence_std"] == reg.log_evidence_std_
         assert std < d["annealing_log_evidence_std"] * max(1.0, ratio)
         assert reg.evidence_trace_["log_evidence"][-1] == d["annealing_log_evidence"]
+
+
+def test_a_lower_bound_combines_only_with_an_annealing_below_it(monkeypatch):
+    # Two well separated clusters: whatever the check finds, a stand-in
+    # estimate marked a lower bound (the particles spread over more than the
+    # t at its mode holds) is placed 5 nats above and below the annealing's.
+    X = np.random.default_rng(0).normal([[-3.0, 0.0]] * 300 + [[3.0, 0.0]] * 300, 0.5)
+    gmm = _fit(EvidenceGMM(n_init=1, n_components=2, n_particles=32, random_state=0), X)
+    annealed = gmm.diagnostics_["annealing_log_evidence"]
+
+    def refit_with_bound(offset):
+        bound = importance.ImportanceEstimate(annealed + offset, 0.1, 0.5, n_draws=256,
+                                              lower_bound=True)
+
+        def check(self, W):
+            state = self._state
+            return ImportanceCheck(bound, float(state.debiased_log_evidence),
+                                   float(state.log_evidence_std), state.fold_var)
+
+        monkeypatch.setattr(TrustDiagnosticsMixin, "_importance_check", check)
+        d = _fit(gmm, X).diagnostics_
+        assert d["annealing_log_evidence"] == annealed and d["importance_lower_bound"]
+        return d
+
+    # Above the bound: the annealing may hold mass the bound's t misses; it
+    # stands, and the check's z (about +40) is no warning.
+    d = refit_with_bound(-5.0)
+    assert gmm.log_evidence_ == annealed and math.isnan(d["birge_ratio"])
+    assert d["importance_z"] > 4 and not d["warnings"]
+    # Below it: the annealing lost mass; the two combine, the error bar
+    # widened over their disagreement.
+    d = refit_with_bound(+5.0)
+    mean, std, ratio = combined_estimate(annealed, d["annealing_log_evidence_std"],
+                                         annealed + 5.0, 0.1)
+    assert (gmm.log_evidence_, gmm.log_evidence_std_, d["birge_ratio"]) == (mean, std, ratio)
+    assert annealed < gmm.log_evidence_ < annealed + 5.0 and ratio > 4
 
 
 def _stream(X, y, cuts):

@@ -16,8 +16,11 @@ a mixture's components), whose copies the proposal then covers all
 alike. A model with several genuinely different modes (a mixture with more
 components than the data show) would have one mode's estimate miss the
 others' mass while its weights look healthy; that is seen in the particles,
-which then spread over more than the Gaussian at the mode holds, and no
-estimate is made (models that declare one mode are taken at their word).
+which then spread over more than the Gaussian at the mode holds (models
+that declare one mode are taken at their word). There the estimate is
+made only where asked for as a bound (``bound_where_spread``): it is then
+of the mass that the t covers, which, up to its error, is at most the
+evidence (``ImportanceEstimate.lower_bound``).
 The curvature that shapes the climb's steps and the proposal is taken
 near the mode (``curvature``).
 """
@@ -58,13 +61,17 @@ class ImportanceEstimate:
     """``log_evidence`` (with half its variance added, as ``log_evidence_``), its
     delta-method standard deviation ``sqrt(1 / ESS - 1 / n_draws)``, the ESS
     as a fraction of the draws, the proposal's location (the mode it
-    climbed to, where it climbed) and the number of draws."""
+    climbed to, where it climbed) and the number of draws. ``lower_bound``:
+    the particles spread over more than the mode's t holds, so the estimate
+    is of the mass near that mode alone, up to its error at most the
+    evidence."""
 
     log_evidence: float
     std: float
     ess: float
     mode: torch.Tensor | None = None
     n_draws: int | None = None
+    lower_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ class ImportanceDraws:
 
 
 def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None,
-                            min_effective=0.0, max_draws=None):
+                            min_effective=0.0, max_draws=None, bound_where_spread=False):
     """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
     ``particles [M, d]`` with normalised ``weights [M]`` (one particle, weight
@@ -94,15 +101,16 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     where the curvature
     is not available or not positive definite, the log density is not
     finite, or (for a model not declared unimodal) the particles spread over
-    more than one mode.
+    more than one mode, unless ``bound_where_spread``: then the estimate is
+    made and marked a ``lower_bound``.
     """
     found = importance_draws(model, particles, weights, store, n_draws, generator, start,
-                             min_effective, max_draws)
+                             min_effective, max_draws, bound_where_spread)
     return None if found is None else found.estimate
 
 
 def importance_draws(model, particles, weights, store, n_draws, generator, start=None,
-                     min_effective=0.0, max_draws=None):
+                     min_effective=0.0, max_draws=None, bound_where_spread=False):
     """The :class:`ImportanceDraws` of :func:`importance_log_evidence`, or None where it
     gives none."""
     dtype = _store_dtype(store)
@@ -114,7 +122,8 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
     mode, chol = climbed
     # A declared single mode needs no evidence from the particles
     # (which may lag or spread wide: what the estimate is there to check).
-    if not (model.unimodal or _one_mode(aligned, weights, chol, maps)):
+    one_mode = bool(model.unimodal) or _one_mode(aligned, weights, chol, maps)
+    if not (one_mode or bound_where_spread):
         return None
     theta, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
     max_draws = n_draws if max_draws is None else max_draws
@@ -128,7 +137,7 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
         theta, log_w = torch.cat([theta, more[0]]), torch.cat([log_w, more[1]])
     if not bool(torch.isfinite(log_w).all()):
         return None
-    return ImportanceDraws(_estimate(log_w, mode), theta, log_w)
+    return ImportanceDraws(_estimate(log_w, mode, lower_bound=not one_mode), theta, log_w)
 
 
 def _effective_draws(log_w):
@@ -356,14 +365,14 @@ def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
     return theta, log_p - log_q
 
 
-def _estimate(log_w, mode):
+def _estimate(log_w, mode, lower_bound=False):
     """The :class:`ImportanceEstimate` of finite log weights ``[n]`` of draws around ``mode``."""
     n_draws = log_w.shape[0]
     log_mean = float(torch.logsumexp(log_w, 0)) - math.log(n_draws)
     ess = _effective_draws(log_w)
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
     return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws,
-                              mode, n_draws)
+                              mode, n_draws, lower_bound)
 
 
 def _log_t_density(theta, mode, chol, maps):
