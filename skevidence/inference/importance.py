@@ -33,6 +33,7 @@ import torch
 from ..models.batches import SUM_ROWS, cast_batch, row_blocks
 from . import relabelling
 from .curvature import curvature_near_mode, whole_store_curvature
+from .posterior_gap import maximize
 
 __all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "importance_draws",
            "importance_at", "applies", "within_reach"]
@@ -115,8 +116,12 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
     gives none."""
     dtype = _store_dtype(store)
     maps, heaviest, aligned, weights = _aligned_cloud(model, particles, weights)
-    climbed = _climb(model, *_start_of_climb(model, weights @ aligned, heaviest, start, maps,
-                                             store, dtype), store, dtype)
+    mean = weights @ aligned
+    climbed = _climb(model, *_start_of_climb(model, mean, heaviest, start, maps, store, dtype),
+                     store, dtype)
+    if climbed is None:
+        spread = (weights @ (aligned - mean).square()).sqrt()
+        climbed = _climb(model, _ascended(model, mean, spread, store, dtype), None, store, dtype)
     if climbed is None:
         return None
     mode, chol = climbed
@@ -193,6 +198,29 @@ def _climb(model, theta, chol, store, dtype, max_climb=3.0, max_curvatures=8):
             return mode, chol
         chol = None
     return None
+
+
+def _ascended(model, theta, scale, store, dtype, n_steps=100):
+    """``theta [d]`` moved uphill by L-BFGS on the posterior of ``store``, in coordinates
+    scaled by ``scale [d]`` (the particles' spread; unit coordinates for a start point
+    alone).
+
+    Newton's method needs a positive definite curvature where it starts; at
+    the mean of particles that lag a skewed posterior or sit between
+    configurations (a mixture's light component) it often is not, while
+    the gradient alone leads uphill to where it is.
+    """
+    log_p_and_grad = _log_posterior(model, store, dtype)
+    if not bool((scale > 0).any()):
+        scale = torch.ones_like(theta)
+    scale = scale.clamp_min(1e-8 * float(scale.max()))
+
+    def objective(z):
+        log_p, grad = _float64(*log_p_and_grad(theta + scale * z))
+        return log_p, grad * scale
+
+    z, _ = maximize(objective, torch.zeros_like(theta), n_steps)
+    return theta + scale * z
 
 
 def _log_posterior(model, store, dtype, double_rows=65536):
