@@ -400,8 +400,8 @@ def test_stated_prior_closed_form_is_the_models():
 def test_defaults_are_unchanged():
     # The defaults spelled out, and one per-feature array of equal values,
     # give the same numbers bit for bit. (That the defaults give the numbers
-    # they gave before the stated priors takes seeded fits before and after a
-    # change on one machine: a stored value holds only on the CPU that made it.)
+    # they gave before the stated priors is benchmarks/pinned_fits.py's to
+    # check, on one machine: a stored value holds only on the CPU that made it.)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 3))
     y = 5.0 * (X @ [1.0, -0.5, 0.2] + 0.3 + rng.normal(size=300))

@@ -468,8 +468,8 @@ def test_prior_arrays_broadcast_per_feature_and_per_class():
 
 def test_defaults_are_unchanged():
     # The default prior spelled out gives the same numbers bit for bit. (That
-    # the defaults give the numbers they gave before the stated priors takes
-    # seeded fits before and after a change on one machine: a stored value
+    # the defaults give the numbers they gave before the stated priors is
+    # benchmarks/pinned_fits.py's to check, on one machine: a stored value
     # would hold only on the CPU that computed it.)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 3))
