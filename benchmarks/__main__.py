@@ -36,9 +36,10 @@ REGISTRY = {
     "real-data": ("bench_real_data", "--seeds 3", 1200),
     "many-parameters": ("bench_highdim", [
         "--data paper synth100 --particles 32", "--data digits3",
-        "--data digits --splits 0 1 2 --no-reference", "bench_highdim_linear:"], 3600),
+        "--data digits --splits 0 1 2 --no-reference",
+        "bench_loops:--table diabetes-pairwise"], 3600),
     "calibration": ("bench_calibration", [
-        "", "--models gmm1 gmm3 gmm3ref", "--models gmm3ref --runs 20"], 7200),
+        "", "--models gmm1 gmm3ref", "--models gmm3ref --runs 20"], 7200),
     "methods": ("bench_methods", "--seeds 0 1 2", 1200),
     "long-streams": ("bench_logistic_stream", [
         "--n 1e6 --at 1e4 1e5 --data-seed 1 --fit --sampler-seeds 0 1 2 3 4 5",

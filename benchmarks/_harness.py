@@ -1,8 +1,11 @@
 """What the benchmark scripts share: the paper's settings, the argument parser, a timed
-fit, the summary of errors against a reference and the reference samplers' draws."""
+fit, the summary of errors against a reference, the reference samplers' draws and cache."""
 
 import argparse
 import contextlib
+import json
+import math
+import pathlib
 import time
 import warnings
 
@@ -12,6 +15,7 @@ import torch
 # The paper's models, as explicit parameter values.
 LINEAR_PAPER = {"noise_std": 1.0, "prior_std": 1.0, "intercept_prior_mean": 0.0}
 GMM_PAPER = {"mean_prior": 0.0, "variance_scale": 1.0}
+REFERENCES = pathlib.Path(__file__).parent / "references"
 
 
 def arguments(doc):
@@ -76,3 +80,19 @@ def chi2(n, nu, generator):
     """``n`` chi-square(``nu``) draws as sums of squared normals (integer ``nu``), so
     that a torch generator alone reproduces a reference."""
     return (torch.randn(n, int(nu), generator=generator, dtype=torch.float64) ** 2).sum(1)
+
+
+def t_log_norm(d, nu):
+    """The log normaliser of a standard ``d``-variate t with ``nu`` degrees of freedom."""
+    return math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - 0.5 * d * math.log(nu * math.pi)
+
+
+def cached(name, key, compute, recompute=False):
+    """``compute()``, kept under ``key`` in ``references/name`` (JSON) once computed."""
+    path = REFERENCES / name
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    if key not in cache or recompute:
+        cache[key] = compute()
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(dict(sorted(cache.items())), indent=1) + "\n")
+    return cache[key]

@@ -1,12 +1,9 @@
 """to_inference_data on diabetes against the exact conjugate posterior.
 
-``load_diabetes`` in ``make_pipeline(StandardScaler(),
-EvidenceLinearRegression(n_particles=M))`` with pandas output. One row per
-particle count, draws per particle and seed: the largest deviation of
-``az.summary``'s coefficient means from the exact posterior means (and of
-the weighted particles' means) in posterior sd, the weights' ESS, PSIS-LOO
-minus the exact LOO, the largest Pareto k and the count above 0.7, and the
-fit and export seconds.
+Per particle count, draws per particle and seed: the largest deviation of
+``az.summary``'s coefficient means (and of the weighted particles') from the exact
+means in posterior sd, the ESS, PSIS-LOO minus the exact LOO, the largest Pareto k
+and the count above 0.7, and the fit and export seconds.
 """
 
 import arviz as az

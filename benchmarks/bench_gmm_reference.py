@@ -1,27 +1,19 @@
 """An importance-sampling reference for identifiable mixtures, and EvidenceGMM against it.
 
-The reference (:func:`reference_log_evidence`) is importance sampling from
-an equal-weight mixture of multivariate t's (``nu = 8``) at the posterior
-mode (L-BFGS from EM starts) and at all ``K!`` relabellings of it, with the
-Hessian's covariance, in ``GaussianMixtureModel``'s coordinates. It holds
-where the posterior has one mode up to relabelling; its ESS says when not.
-One row per (geometry, N, sampler seed): log Z with the defaults, the
-reference with its standard error and ESS, the difference; then per
-geometry and N the summary of the errors. References are cached in
-``references/gmm_reference.json``.
+:func:`reference_log_evidence`: importance sampling from t's (``nu = 8``) at the
+posterior mode and its ``K!`` relabellings, cached in ``references/gmm_reference.json``.
+One row per (geometry, N, sampler seed): log Z, the reference with its standard
+error and ESS, the difference; then the errors' summary per geometry and N.
 """
 
-import json
 import math
-import pathlib
 
 import numpy as np
 import torch
-
 from sklearn.mixture import GaussianMixture
 
 from skevidence import EvidenceGMM
-from _harness import Timed, arguments, error_summary
+from _harness import Timed, arguments, cached, error_summary, t_log_norm
 
 # Identifiable 3-cluster 2-D geometries: (centres, per-feature sds, weights).
 GEOMETRIES = {
@@ -37,9 +29,10 @@ GEOMETRIES = {
 # -- the posterior's modes (EM starts climbed by L-BFGS) --------------------------
 
 
-def log_posterior(model, X, theta):
-    """Unnormalised log posterior ``[M]``."""
-    return model.log_prior(theta) + model.log_likelihood(theta, (X,)).sum(1)
+def log_posterior(model, X, theta, block=256):
+    """Unnormalised log posterior ``[M]``, in blocks of particles to bound memory."""
+    return torch.cat([model.log_prior(t) + model.log_likelihood(t, (X,)).sum(1)
+                      for t in theta.split(block)])
 
 
 def _climb_from_em(X, Xt, model, seed):
@@ -68,15 +61,15 @@ def _climb_from_em(X, Xt, model, seed):
 
 
 def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
-    """Distinct posterior modes from many EM fits, with their Hessians and Laplace masses.
+    """Distinct posterior modes from many EM fits, with their Hessians.
 
     scikit-learn's EM (diagonal covariances, one random start each) does not
     depend on skevidence's sampler; L-BFGS then moves every EM optimum to
     the posterior mode in the unconstrained parameters. Relabellings of one
     mode share its log posterior, which is what tells modes apart. Modes
     more than ``window`` nats below the best, or with a singular Hessian (a
-    component left without data), are dropped. Returns ``modes [J, d]``,
-    ``hessians [J, d, d]`` and the Laplace log masses ``[J]`` of one copy.
+    component left without data), are dropped. Returns ``modes [J, d]`` and
+    ``hessians [J, d, d]``, best first.
     """
     Xt = torch.as_tensor(X, dtype=torch.float64)
     theta = torch.stack([_climb_from_em(X, Xt, model, seed + s) for s in range(n_starts)])
@@ -86,19 +79,16 @@ def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
     if theta.shape[0] == 0:
         raise RuntimeError("every mode search diverged")
     _, first = np.unique(np.round(-log_post.numpy(), 2), return_index=True)
-    modes, hessians, masses = [], [], []
+    modes, hessians = [], []
     for i in first:  # best first
         if log_post[i] < log_post.max() - window:
             break
         hessian = torch.autograd.functional.hessian(
             lambda t: log_posterior(model, Xt, t[None])[0], theta[i])
-        sign, log_det = torch.linalg.slogdet(-hessian)
-        if sign > 0 and torch.linalg.eigvalsh(-hessian).min() > 1e-6:
+        if torch.linalg.slogdet(-hessian)[0] > 0 and torch.linalg.eigvalsh(-hessian).min() > 1e-6:
             modes.append(theta[i])
             hessians.append(hessian)
-            masses.append(log_post[i] + 0.5 * model.n_params * math.log(2 * math.pi)
-                          - 0.5 * log_det)
-    return torch.stack(modes), torch.stack(hessians), torch.stack(masses)
+    return torch.stack(modes), torch.stack(hessians)
 
 
 def make_clusters(n, geometry, seed):
@@ -109,46 +99,18 @@ def make_clusters(n, geometry, seed):
     return centres[z] + sds[z] * rng.standard_normal((n, centres.shape[1]))
 
 
-def _log_posterior_blocks(model, Xt, theta, block=256):
-    """Unnormalised log posterior ``[M]``, in blocks of particles to bound memory."""
-    out = [model.log_prior(t) + model.log_likelihood(t, (Xt,)).sum(1)
-           for t in theta.split(block)]
-    return torch.cat(out)
-
-
-def _student_t_draws(n, d, nu, rng):
-    """Standard multivariate t draws ``[n, d]`` (numpy ``rng``)."""
-    z = rng.standard_normal((n, d))
-    return z * np.sqrt(nu / rng.chisquare(nu, size=n))[:, None]
-
-
 def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
-    """Importance-sampling ``log p(X)`` for an identifiable mixture.
+    """Importance-sampling ``log p(X)`` for an identifiable mixture: ``n_draws`` from
+    t's (``nu`` dof) at the mode found from ``n_starts`` EM starts (``seed`` seeds
+    them and the draws) and its relabellings, for ``model`` (priors included).
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    model : GaussianMixtureModel
-        The model (priors included) whose evidence is wanted.
-    n_draws : int
-        Number of importance draws.
-    nu : float
-        Degrees of freedom of the t components.
-    n_starts : int
-        EM starts for the mode search.
-    seed : int
-        Seeds the EM starts and the draws.
-
-    Returns
-    -------
-    dict with ``log_evidence``, ``std_error`` (delta method,
-    ``sqrt((1/ESS - 1/n_draws))``), ``ess`` (fraction of ``n_draws``),
-    ``laplace`` (Laplace approximation times ``K!``) and ``n_modes``
-    (distinct optima within 30 nats of the best; more than 1 warns that
-    the posterior is not one mode up to relabelling).
+    Returns a dict: ``log_evidence``, ``std_error`` (delta method,
+    ``sqrt(1/ESS - 1/n_draws)``), ``ess`` (fraction of ``n_draws``), ``laplace``
+    (Laplace approximation times ``K!``) and ``n_modes`` (distinct optima within
+    30 nats of the best; more than 1: the posterior is not one mode up to relabelling).
     """
     Xt = torch.as_tensor(X, dtype=torch.float64)
-    modes, hessians, _ = posterior_modes(X, model, n_starts=n_starts, seed=seed)
+    modes, hessians = posterior_modes(X, model, n_starts=n_starts, seed=seed)
     mode, hessian, n_modes = modes[0], hessians[0], modes.shape[0]
     cov = torch.linalg.inv(-hessian)
     cov = 0.5 * (cov + cov.T)
@@ -156,14 +118,14 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
     maps = model.relabelling_maps()  # theta @ maps[p] relabels by permutation p
     P, d = maps.shape[0], model.n_params
     rng = np.random.default_rng(seed)
-    z = torch.as_tensor(_student_t_draws(n_draws, d, nu, rng))
+    z = rng.standard_normal((n_draws, d))  # standard multivariate t draws
+    z = torch.as_tensor(z * np.sqrt(nu / rng.chisquare(nu, size=n_draws))[:, None])
     labels = torch.as_tensor(rng.integers(P, size=n_draws))
     theta = torch.einsum("md,mde->me", mode + z @ chol.T, maps[labels])
     # log q: the mean over relabellings p of the density of theta = phi @ maps[p]
     # with phi ~ t(mode, cov), i.e. t(theta @ maps[p]^-1) / |det maps[p]|
     # (the additive-log-ratio logits make a relabelling linear, not a permutation).
-    log_t_norm = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * math.log(nu * math.pi)
-                  - torch.log(torch.diagonal(chol)).sum())
+    log_t_norm = t_log_norm(d, nu) - torch.log(torch.diagonal(chol)).sum()
     inverse_maps = torch.linalg.inv(maps)
     log_dets = torch.linalg.slogdet(maps)[1]
     log_t = []
@@ -173,7 +135,7 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
         log_t.append(log_t_norm - log_dets[p]
                      - (nu + d) / 2 * torch.log1p(w.square().sum(1) / nu))
     log_q = torch.logsumexp(torch.stack(log_t), 0) - math.log(P)
-    log_w = (_log_posterior_blocks(model, Xt, theta) - log_q).numpy()
+    log_w = (log_posterior(model, Xt, theta) - log_q).numpy()
     log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
     log_z = float(np.logaddexp.reduce(log_w) - math.log(n_draws))
     w = np.exp(log_w - log_w.max())
@@ -184,22 +146,6 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
             "ess": ess / n_draws, "n_modes": n_modes, "laplace": laplace}
 
 
-CACHE = pathlib.Path(__file__).parent / "references" / "gmm_reference.json"
-
-
-def cached_reference(X, model, key, n_draws):
-    """:func:`reference_log_evidence`, read from ``references/gmm_reference.json`` when
-    computed before. ``key`` names the data (geometry, size, data seed); the model's
-    priors are set from the data, so it also fixes the model."""
-    key = f"{key} draws={n_draws}"
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
-    if key not in cache:
-        cache[key] = reference_log_evidence(X, model, n_draws=n_draws)
-        CACHE.parent.mkdir(exist_ok=True)
-        CACHE.write_text(json.dumps(dict(sorted(cache.items())), indent=1) + "\n")
-    return cache[key]
-
-
 def model_of(estimator):
     """The GaussianMixtureModel of a fitted EvidenceGMM (its frozen priors included)."""
     return estimator._model
@@ -208,10 +154,7 @@ def model_of(estimator):
 def main():
     parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[4000, 20000])
-    parser.add_argument("--geometries", nargs="+", default=list(GEOMETRIES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--data-seed", type=int, default=0)
-    parser.add_argument("--draws", type=int, default=20000)
     args = parser.parse_args()
     header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'cpu s':>7} {'log Z':>12} "
               f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
@@ -219,15 +162,15 @@ def main():
     print("-" * len(header))
     rows = []  # (geometry, n, diff, std)
     for n in args.n:  # every geometry at the smaller N first
-        for geometry in args.geometries:
-            X = make_clusters(n, geometry, args.data_seed)
+        for geometry in GEOMETRIES:
+            X = make_clusters(n, geometry, 0)  # data seed 0
             ref = None
             for seed in args.seeds:
                 with Timed() as t:
                     est = EvidenceGMM(n_components=3, random_state=seed).fit(X)
-                if ref is None:
-                    ref = cached_reference(X, model_of(est), f"{geometry} n={n} "
-                                           f"data_seed={args.data_seed}", args.draws)
+                if ref is None:  # the model's priors are set from the data: the key fixes it
+                    ref = cached("gmm_reference.json", f"{geometry} n={n} data_seed=0 draws=20000",
+                                 lambda: reference_log_evidence(X, model_of(est)))
                 diff = est.log_evidence_ - ref["log_evidence"]
                 rows.append((geometry, n, diff, est.log_evidence_std_))
                 print(f"{geometry:>10} {n:>6} {seed:>4} {t.wall:>7.1f} {t.cpu:>7.1f} "

@@ -1,21 +1,15 @@
 """EvidenceLogisticRegression with hundreds of parameters, fewer particles than twice them.
 
-Data sets (``StandardScaler`` pipeline, ``train_test_split(test_size=0.3,
-random_state=split)``): ``paper`` (``make_logistic_regression(1333,
-random_state=1)``, d = 44); ``synth100`` / ``synth200`` (the same generator
-with 24 / 49 features, d = 100 / 200); ``digits3`` (digits 0-2, d = 195);
-``digits`` (all ten classes, d = 650). The reference is importance sampling
-from a t at the Laplace approximation (paper, synth*) or, on the nearly
-separable digits, annealed importance sampling from a t at the moments of
-exact GHMC draws (``annealed_reference``). Columns: test accuracy (and
-scikit-learn's ``LogisticRegression``), the particles' mean training
-log-likelihood and the mode's, log Z, the reference, the difference, CPU and
-wall seconds, ``W`` for a ``ConvergenceWarning``. The preconditioner
-comparison that chose the Laplace rule is in the design notes.
+Data (``StandardScaler`` pipeline, a 30% test split by ``--splits``): ``paper``
+(d = 44), ``synth100`` / ``synth200`` (the paper's generator, d = 100 / 200),
+``digits3`` (digits 0-2, d = 195), ``digits`` (d = 650). Reference: importance
+sampling from a t at the mode, or on digits AIS from a t at the moments of GHMC
+draws. Columns: test accuracy (and ``LogisticRegression``'s), mean and mode
+training log-likelihood, log Z, the reference, the difference, CPU and wall s,
+``W`` for a ``ConvergenceWarning``.
 """
 
 import math
-import time
 
 import numpy as np
 import torch
@@ -28,11 +22,11 @@ from sklearn.preprocessing import StandardScaler
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.inference.kernels import ghmc, precision_preconditioner
-from _harness import arguments, caught_warnings, chi2
+from _harness import Timed, arguments, chi2, t_log_norm
 from bench_logistic_stream import LogisticPosterior, t_importance_sampling
 
 
-def load(name, split=0, test_size=0.3):
+def load(name, split=0):
     if name == "paper":
         X, y = make_logistic_regression(1333, random_state=1)
     elif name.startswith("synth"):  # the paper's generator, 4 classes, d = 100 or 200
@@ -44,7 +38,15 @@ def load(name, split=0, test_size=0.3):
         if name == "digits3":
             keep = y < 3
             X, y = X[keep], y[keep]
-    return train_test_split(X, y, test_size=test_size, random_state=split)
+    return train_test_split(X, y, test_size=0.3, random_state=split)
+
+
+def log_posterior(model, X, y):
+    """``theta -> (log posterior, its gradient)``."""
+    def log_post(t):
+        ll, g = model.log_likelihood_and_grad(t, (X, y))
+        return ll + model.log_prior(t), g + model.grad_log_prior(t)
+    return log_post
 
 
 def posterior_moments(model, X, y, mode, precision, n_chains=64, n_rounds=20, seed=0):
@@ -57,12 +59,7 @@ def posterior_moments(model, X, y, mode, precision, n_chains=64, n_rounds=20, se
     theta = mode + torch.randn(n_chains, model.n_params, generator=gen,
                                dtype=torch.float64) @ precision_preconditioner(precision).T
     W = torch.full((n_chains,), 1.0 / n_chains, dtype=torch.float64)
-
-    def log_post(t):
-        ll, g = model.log_likelihood_and_grad(t, (X, y))
-        return ll + model.log_prior(t), g + model.grad_log_prior(t)
-
-    step, draws = 0.05, []
+    log_post, step, draws = log_posterior(model, X, y), 0.05, []
     for k in range(n_rounds):
         chol = precision_preconditioner(model.expected_fisher_information(theta, W, (X, y))
                                         + model.prior_precision(mode))
@@ -80,8 +77,8 @@ def _t_log_density_and_grad(theta, mean, chol, nu):
     d = theta.shape[1]
     z = torch.linalg.solve_triangular(chol, (theta - mean).T, upper=False).T
     delta = (z**2).sum(1)
-    log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - 0.5 * d * math.log(nu * math.pi)
-             - torch.log(torch.diagonal(chol)).sum() - 0.5 * (nu + d) * torch.log1p(delta / nu))
+    log_q = (t_log_norm(d, nu) - torch.log(torch.diagonal(chol)).sum()
+             - 0.5 * (nu + d) * torch.log1p(delta / nu))
     sigma_inv_x = torch.linalg.solve_triangular(chol.T, z.T, upper=True).T
     return log_q, -((nu + d) / (nu + delta))[:, None] * sigma_inv_x
 
@@ -102,11 +99,7 @@ def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_step
     chol = torch.linalg.cholesky(cov)
     z = torch.randn(n_chains, model.n_params, generator=gen, dtype=torch.float64)
     theta = mean + (z / torch.sqrt(chi2(n_chains, nu, gen) / nu)[:, None]) @ chol.T
-
-    def log_post(t):
-        ll, g = model.log_likelihood_and_grad(t, (X, y))
-        return ll + model.log_prior(t), g + model.grad_log_prior(t)
-
+    log_post = log_posterior(model, X, y)
     betas = np.linspace(0.0, 1.0, n_temps + 1) ** 4
     log_w = torch.zeros(n_chains, dtype=torch.float64)
     step, acceptances = 0.1, []
@@ -130,9 +123,9 @@ def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_step
             float(1.0 / (w**2).sum()) / n_chains, float(np.mean(acceptances)))
 
 
-def reference(data, split, test_size, max_d_is=200):
+def reference(data, split, max_d_is=200):
     """(log Z, standard error, ESS fraction, method) on the training data of ``data``."""
-    Xtr, _, ytr, _ = load(data, split, test_size)
+    Xtr, _, ytr, _ = load(data, split)
     Xs = torch.as_tensor(StandardScaler().fit_transform(Xtr))
     yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
     post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
@@ -145,27 +138,24 @@ def reference(data, split, test_size, max_d_is=200):
     return est, se, ess, "AIS"
 
 
-def run(data, n_particles, seed, split=0, test_size=0.3):
-    Xtr, Xte, ytr, yte = load(data, split, test_size)
+def run(data, n_particles, seed, split=0):
+    Xtr, Xte, ytr, yte = load(data, split)
     baseline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(Xtr, ytr)
     est = EvidenceLogisticRegression(n_particles=n_particles, random_state=seed)
     pipe = make_pipeline(StandardScaler(), est)
-    wall, cpu = time.perf_counter(), time.process_time()
     failed = None
-    with caught_warnings() as caught:
+    with Timed() as t:
         try:
             pipe.fit(Xtr, ytr)
         except FloatingPointError as exc:
             failed = str(exc)[:40]
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     Xs = torch.as_tensor(pipe[0].transform(Xtr))
     yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
     post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
     model, mode = post.model, post.mode()
     ll_mode = float(model.log_likelihood(mode[None], (Xs, yt)).sum())
-    row = dict(d=model.n_params, acc_lr=baseline.score(Xte, yte), ll_mode=ll_mode, cpu=cpu,
-               wall=wall, warned=any("ConvergenceWarning" in type(w.message).__name__
-                                     for w in caught))
+    row = dict(d=model.n_params, acc_lr=baseline.score(Xte, yte), ll_mode=ll_mode, cpu=t.cpu,
+               wall=t.wall, warned=any("ConvergenceWarning" in w for w in t.warnings))
     if failed:
         row.update(acc=float("nan"), ll=float("nan"), logz=float("nan"), failed=failed)
     else:
@@ -182,7 +172,6 @@ def main():
     parser.add_argument("--particles", nargs="+", type=int, default=[128])
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--splits", nargs="+", type=int, default=[0])
-    parser.add_argument("--test-size", type=float, default=0.3)
     parser.add_argument("--no-reference", action="store_true")
     args = parser.parse_args()
     print(f"{'data':>8} {'d':>4} {'split':>5} {'M':>4} {'seed':>4} {'acc':>6} "
@@ -192,13 +181,13 @@ def main():
         for split in args.splits:
             ref, se, ess = (float("nan"),) * 3
             if not args.no_reference:
-                t = time.process_time()
-                ref, se, ess, how = reference(data, split, args.test_size)
+                with Timed() as t:
+                    ref, se, ess, how = reference(data, split)
                 print(f"# {data} split {split}: reference {how} {ref:.2f} +- {se:.2f} "
-                      f"(ESS {ess:.3f}, {time.process_time() - t:.0f} CPU s)", flush=True)
+                      f"(ESS {ess:.3f}, {t.cpu:.0f} CPU s)", flush=True)
             for M in args.particles:
                 for seed in range(args.seeds):
-                    r = run(data, M, seed, split, args.test_size)
+                    r = run(data, M, seed, split)
                     print(f"{data:>8} {r['d']:>4} {split:>5} {M:>4} {seed:>4} "
                           f"{r['acc']:6.3f} {r['acc_lr']:6.3f} {r['ll']:8.1f} "
                           f"{r['ll_mode']:8.1f} {r['logz']:9.2f} {ref:9.2f} {se:5.2f} "

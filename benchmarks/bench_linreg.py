@@ -1,7 +1,6 @@
 """Accuracy and speed of EvidenceLinearRegression against the exact evidence.
 
-The paper's setting (5 features, N(0, 1) priors, unit noise; ``--model
-default``: the estimator's defaults). Each stream is fed to ``partial_fit``
+The paper's setting (5 features, N(0, 1) priors, unit noise). Each stream is fed to ``partial_fit``
 in blocks of ten chunks (the numbers of one ``fit``), timing the chunks near
 n = 1e4 and at the end. Columns: seconds, log Z, the exact value, the
 error, ms per chunk early and late and their ratio; ``--dynesty`` adds
@@ -33,8 +32,6 @@ def main():
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
     parser.add_argument("--seeds", type=int, default=1, help="data seeds 0..seeds-1")
     parser.add_argument("--dynesty", action="store_true", help="add a dynesty column")
-    parser.add_argument("--model", choices=["paper", "default"], default="paper",
-                        help="the paper's known-noise model or the estimator's defaults")
     args = parser.parse_args()
 
     header = (f"{'N':>8} {'seed':>4} {'time s':>7} {'log Z':>13} {'exact':>13} {'error':>7} "
@@ -46,8 +43,7 @@ def main():
     for N in map(int, args.sizes):
         for seed in range(args.seeds):
             X, y = make_linear_regression(N, random_state=seed)
-            params = LINEAR_PAPER if args.model == "paper" else {}
-            reg = EvidenceLinearRegression(random_state=seed, **params)
+            reg = EvidenceLinearRegression(random_state=seed, **LINEAR_PAPER)
             block = 10 * reg.batch_size
             seconds = stream(reg, X, y, block)
             exact = reg.exact_log_evidence(X, y)
@@ -58,7 +54,7 @@ def main():
             line = (f"{N:>8d} {seed:>4d} {seconds.sum():>7.2f} {reg.log_evidence_:>13.3f} "
                     f"{exact:>13.3f} {err:>+7.3f} {early:>12.2f} {late:>10.2f} "
                     f"{late / early:>5.2f}")
-            if args.dynesty and args.model == "paper":
+            if args.dynesty:
                 logz, logzerr, _, dyn_s = nested_sampling(Linear(N, data=(X, y)), seed)
                 speedup = dyn_s / seconds.sum()
                 line += f" {logz:>13.3f} {logzerr:>5.2f} {dyn_s:>7.1f} {speedup:>7.1f}"

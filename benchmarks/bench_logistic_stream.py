@@ -1,21 +1,13 @@
 """The paper's logistic model at large N: an importance-sampling reference, and fits against it.
 
-At large N the posterior of the paper's logistic model (44 parameters) is
-close to Gaussian, so importance sampling from a multivariate t (``--nu``
-degrees of freedom) at the posterior mode with the inverse Hessian as its
-scale gives the evidence to a few hundredths of a nat (its ESS, standard
-error and the Laplace value are printed). Each data set's reference is
-cached in ``references/logistic_stream.json`` (``--recompute`` forces a new
-one). With ``--fit`` each row also gives the fit's error at the ``--at``
-sizes and its importance-sampling check
-(``diagnostics_["importance_log_evidence"]``): ``check``, its ``std`` and
-``ESS``.
+The reference: importance sampling from a multivariate t (``--nu``) at the posterior
+mode, scaled by the inverse Hessian (ESS, standard error and Laplace value printed),
+cached in ``references/logistic_stream.json`` (``--recompute``). With ``--fit``,
+one row per sampler seed and ``--at`` size: the fit's error, std and z, and its
+importance-sampling check (``diagnostics_["importance_log_evidence"]``), std, ESS.
 """
 
-import ast
-import json
 import math
-import pathlib
 import time
 
 import numpy as np
@@ -24,11 +16,10 @@ import torch
 from skevidence import EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
-from _harness import arguments, chi2
+from _harness import arguments, cached, chi2, t_log_norm
 
 _DATA_BLOCK = 20_000
 _SAMPLE_BLOCK = 200
-CACHE = pathlib.Path(__file__).parent / "references" / "logistic_stream.json"
 
 
 class LogisticPosterior:
@@ -95,8 +86,8 @@ def t_importance_sampling(post, mode, n_samples, nu, seed):
     theta = mode + delta
     # log density of the t proposal at theta: the Mahalanobis term is |z|^2 / u.
     maha = (z**2).sum(1) / u
-    log_q = (math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - 0.5 * d * math.log(nu * math.pi)
-             + torch.log(torch.diagonal(C)).sum() - 0.5 * (nu + d) * torch.log1p(maha / nu))
+    log_q = (t_log_norm(d, nu) + torch.log(torch.diagonal(C)).sum()
+             - 0.5 * (nu + d) * torch.log1p(maha / nu))
     log_w = (post.log_density(theta) - log_q).numpy()
     top = log_w.max()
     w = np.exp(log_w - top)
@@ -118,42 +109,34 @@ def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
 
 def reference(n, data_seed, samples, nu, is_seeds, recompute=False):
     """The cached IS reference of ``make_logistic_regression(n, random_state=data_seed)``."""
+    def compute():
+        X, y = make_logistic_regression(n, random_state=data_seed)
+        t0 = time.process_time()
+        post = LogisticPosterior(X, y, len(np.unique(y)))
+        mode = post.mode()
+        runs = [t_importance_sampling(post, mode, samples, nu, seed) for seed in is_seeds]
+        return {"log_z": float(np.mean([r[0] for r in runs])),
+                # the runs are independent: the mean's error is the root mean square over k
+                "std_err": float(np.sqrt(np.mean([r[1] ** 2 for r in runs]) / len(runs))),
+                "ess": [float(r[2]) for r in runs], "runs": [float(r[0]) for r in runs],
+                "laplace": post.laplace(mode), "cpu_s": time.process_time() - t0}
     key = f"data_seed={data_seed} n={n} samples={samples} nu={nu} is_seeds={list(is_seeds)}"
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
-    if key in cache and not recompute:
-        return cache[key]
-    X, y = make_logistic_regression(n, random_state=data_seed)
-    t0 = time.process_time()
-    post = LogisticPosterior(X, y, len(np.unique(y)))
-    mode = post.mode()
-    runs = [t_importance_sampling(post, mode, samples, nu, seed) for seed in is_seeds]
-    entry = {"log_z": float(np.mean([r[0] for r in runs])),
-             # the runs are independent: the mean's error is the root mean square over k
-             "std_err": float(np.sqrt(np.mean([r[1] ** 2 for r in runs]) / len(runs))),
-             "ess": [float(r[2]) for r in runs], "runs": [float(r[0]) for r in runs],
-             "laplace": post.laplace(mode), "cpu_s": time.process_time() - t0}
-    cache[key] = entry
-    CACHE.parent.mkdir(exist_ok=True)
-    CACHE.write_text(json.dumps(dict(sorted(cache.items())), indent=1) + "\n")
-    return entry
+    return cached("logistic_stream.json", key, compute, recompute)
 
 
-def fit_stream(X, y, ends, seed, options, refs, data_seed):
+def fit_stream(X, y, ends, seed, refs, data_seed):
     """Feed the stream to one fit, in blocks ending at ``ends``; one row per end."""
-    classes = np.unique(y)
-    est = EvidenceLogisticRegression(**{"random_state": seed, **options})
+    est = EvidenceLogisticRegression(random_state=seed)
     start, cpu = 0, 0.0
     for end in ends:
         t0 = time.process_time()
-        est.partial_fit(X[start:end], y[start:end], classes=classes)
+        est.partial_fit(X[start:end], y[start:end], classes=np.unique(y))
         cpu += time.process_time() - t0
         start = end
-        ref = refs[end]
-        std = est.log_evidence_std_
-        error = est.log_evidence_ - ref["log_z"]
+        std, diag = est.log_evidence_std_, est.diagnostics_
+        error = est.log_evidence_ - refs[end]["log_z"]
         # The fit's own importance-sampling check (diagnostics_), at the same n.
-        diag = est.diagnostics_
-        check = diag["importance_log_evidence"] - ref["log_z"]
+        check = diag["importance_log_evidence"] - refs[end]["log_z"]
         print(f"{data_seed:>5d} {seed:>5d} {end:>8d} {cpu:>7.1f} "
               f"{est.log_evidence_:>13.3f} {error:>+8.3f} {std:>6.3f} {error / std:>+6.2f} "
               f"{check:>+8.3f} {diag['importance_log_evidence_std']:>6.3f} "
@@ -173,8 +156,6 @@ def main():
     parser.add_argument("--sampler-seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--at", type=float, nargs="+", default=[],
                         help="report the fit at these n (each gets its own IS reference)")
-    parser.add_argument("--options", default="{}",
-                        help="estimator parameters (a Python dict literal)")
     args = parser.parse_args()
     n = int(args.n)
     ends = sorted({int(a) for a in args.at if a <= n} | {n})
@@ -190,13 +171,12 @@ def main():
               flush=True)
     if not args.fit:
         return
-    options = ast.literal_eval(args.options)
     X, y = make_logistic_regression(n, random_state=args.data_seed)
     print(f"{'data':>5} {'seed':>5} {'n':>8} {'CPU s':>7} "
           f"{'log Z':>13} {'error':>8} {'std':>6} {'z':>6} {'check':>8} {'std':>6} {'ESS':>5}"
-          f"  ({options})", flush=True)
+          "  ({})", flush=True)
     for seed in args.sampler_seeds:
-        fit_stream(X, y, ends, seed, options, refs, args.data_seed)
+        fit_stream(X, y, ends, seed, refs, args.data_seed)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,21 @@
 """The tables that a loop over ``fit`` measured: each table's estimators, data and seeds.
 
-``--table`` picks one: ``mixture-1e5`` or ``mixture-scale-bias`` (the
-labels of the results page).
+``--table`` picks one: ``mixture-1e5``, ``mixture-scale-bias`` (the
+labels of the results page) or ``diabetes-pairwise`` (the diabetes row of
+``many-parameters``: diabetes with its pairwise products, 65 features, d = 67,
+standardised, default estimator, against the closed form).
 One line per fit (log Z, its std, the error against an importance-sampling
-reference where the table has one, CPU seconds, warnings), then per row the
+or exact reference where the table has one, CPU seconds, warnings), then per row the
 mean, the spread over seeds (SD and max - min) and the mean std. ``--seeds``
 and ``--n`` shrink a run.
 """
 
 import numpy as np
-from sklearn.datasets import load_iris, load_wine
+from sklearn.datasets import load_diabetes, load_iris, load_wine
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
-from skevidence import EvidenceGMM
+from skevidence import EvidenceGMM, EvidenceLinearRegression
 from skevidence.datasets import make_gaussian_mixture
 from _harness import GMM_PAPER, Timed, arguments, fitted
 from bench_gmm_reference import reference_log_evidence
@@ -52,7 +54,16 @@ def mixture_scale_bias(n, seeds):
                lambda s, m=m: EvidenceGMM(n_components=2, n_particles=m, random_state=s), None)
 
 
-TABLES = {"mixture-1e5": mixture_1e5, "mixture-scale-bias": mixture_scale_bias}
+def diabetes_pairwise(n, seeds):
+    X, y = load_diabetes(return_X_y=True)
+    X = standard(PolynomialFeatures(2, include_bias=False).fit_transform(X))
+    yield ("diabetes, pairwise products", (X, y),
+           EvidenceLinearRegression().exact_log_evidence(X, y), seeds or range(3),
+           lambda s: EvidenceLinearRegression(random_state=s), None)
+
+
+TABLES = {"mixture-1e5": mixture_1e5, "mixture-scale-bias": mixture_scale_bias,
+          "diabetes-pairwise": diabetes_pairwise}
 
 
 def run_row(label, data, reference, seeds, make, block):

@@ -1,26 +1,11 @@
 """EvidenceGMM on mixtures nobody chose: data sets drawn from the paper's prior.
 
-The evaluation data are fixed up front and reported whole: data seeds
-``DATA_SEEDS`` (never used to choose a default or a threshold) of the
-paper's mixture (K = 5, 2-D, its fixed priors), fitted with K = 5 and the
-paper's priors by three sampler seeds each, at each ``--n``; and, with
-``--bundled``, scikit-learn's iris, wine and breast cancer data in a
-``StandardScaler`` pipeline with the default (data-scaled) priors, K = 1..4.
-
-Per data set and size the table gives the seeds' log evidence and reported
-std, their range, the largest ``|z|`` of a seed against the others' mean
-(``(log Z_i - mean_{j != i} log Z_j) / sqrt(std_i^2 + var of that mean)``),
-and the warnings. The summary line counts, over every run, the share within
-two reported std of its data set's seed mean, the data sets whose unwarned
-runs agree within 3 nats, and those where more than one seed in three warns.
-With ``--reference`` (sizes up to 2e4) it adds the importance-sampling
-reference of ``bench_gmm_reference`` (symmetrised over the K! relabellings)
-and each run's error against it.
-
-    python benchmarks/bench_mixture_sweep.py --n 10000 --time-cap 1200
-    python benchmarks/bench_mixture_sweep.py --n 10000 --held-out --time-cap 1200
-    python benchmarks/bench_mixture_sweep.py --n 100000 --datasets 8 --time-cap 1200
-    python benchmarks/bench_mixture_sweep.py --bundled --time-cap 600
+Data seeds ``DATA_SEEDS`` (or ``--held-out``; never used to choose a default) of
+the paper's mixture (K = 5, 2-D, its fixed priors), three sampler seeds each, at
+each ``--n``; with ``--bundled`` iris, wine and breast cancer through
+``StandardScaler`` with the default priors, K = 1..4. Per data set: the seeds'
+log Z +- std, their range, the largest ``|z|`` of a seed against the others'
+mean, the warnings; then the summary counts. ``--time-cap`` stops between data sets.
 """
 
 import math
@@ -66,7 +51,7 @@ def seed_z(values, stds):
     return worst
 
 
-def report(name, n, runs, reference=None):
+def report(name, n, runs):
     """One table row; returns the counts for the summary."""
     values = [r[0] for r in runs]
     stds = [r[1] for r in runs]
@@ -76,17 +61,13 @@ def report(name, n, runs, reference=None):
     unwarned = [v for v, w in zip(values, warned) if not w]
     agree = (max(unwarned) - min(unwarned) <= 3.0) if len(unwarned) > 1 else True
     cells = " ".join(f"{v:14.2f}±{s:<5.2f}" for v, s in zip(values, stds))
-    ref = ""
-    if reference is not None:
-        ref = f" ref {reference['log_evidence']:.2f} (ESS {reference['ess']:.2f}) err " + \
-            " ".join(f"{v - reference['log_evidence']:+.2f}" for v in values)
     print(f"{name:>16} {n:>7} {cells} range {max(values) - min(values):6.2f} "
           f"max|z| {seed_z(values, stds):5.2f} warned {sum(warned)}/{len(runs)} "
-          f"{'; '.join(sorted({m for r in runs for m in r[2]}))}{ref}", flush=True)
+          f"{'; '.join(sorted({m for r in runs for m in r[2]}))}", flush=True)
     return within, len(runs), agree, sum(warned) <= len(runs) // 3
 
 
-def sweep_prior_draws(sizes, seeds, with_reference, deadline):
+def sweep_prior_draws(sizes, seeds, deadline):
     counts = []
     for n in sizes:
         for data_seed in seeds:
@@ -96,12 +77,7 @@ def sweep_prior_draws(sizes, seeds, with_reference, deadline):
             X = make_gaussian_mixture(n, random_state=data_seed)
             runs = [fit_once(lambda s: EvidenceGMM(random_state=s, **PAPER_PRIORS), X, seed)
                     for seed in SAMPLER_SEEDS]
-            reference = None
-            if with_reference and n <= 20000:
-                from bench_gmm_reference import reference_log_evidence
-
-                reference = reference_log_evidence(X, EvidenceGMM(**PAPER_PRIORS)._make_model(X))
-            counts.append(report(f"prior {data_seed}", n, runs, reference))
+            counts.append(report(f"prior {data_seed}", n, runs))
     return counts
 
 
@@ -128,13 +104,12 @@ def main():
     parser.add_argument("--held-out", action="store_true",
                         help="the held-out data seeds in place of the first twenty")
     parser.add_argument("--bundled", action="store_true")
-    parser.add_argument("--reference", action="store_true")
     parser.add_argument("--time-cap", type=float, default=1200.0, help="seconds of wall time")
     args = parser.parse_args()
     deadline = time.time() + args.time_cap
     print(f"{'data':>16} {'n':>7} " + " ".join(f"{'seed ' + str(s):>20}" for s in SAMPLER_SEEDS))
     seeds = (HELD_OUT_SEEDS if args.held_out else DATA_SEEDS)[:args.datasets]
-    counts = sweep_prior_draws(args.n, seeds, args.reference, deadline) if args.n else []
+    counts = sweep_prior_draws(args.n, seeds, deadline) if args.n else []
     if args.bundled:
         counts += sweep_bundled(deadline)
     if counts:

@@ -1,15 +1,16 @@
-"""skevidence side by side with other evidence samplers, on the paper's three models.
+"""skevidence side by side with PyMC's ``sample_smc``, on the paper's three models.
 
-Every sampler sees the same data and model on one thread; each peer
-(PyMC's ``sample_smc`` and ``dynesty``, with their defaults) is optional
+Both see the same data and model on one thread; the peer (its defaults) is optional
 (``pip install skevidence[benchmark]``) and runs in a child process under ``--time-cap``
 seconds, so one that is missing, fails or runs too long gets a note (one
 stopped at the cap shows the CPU seconds it used, a lower bound of its
 ratio). References: the closed form (``linear``), importance sampling from a
 Laplace-fitted t (``logistic``, values stored below) and over the
 relabellings of the mode (``gmm``, with its ESS). Columns: wall and CPU
-seconds (the peers' include the compilers they start), log Z, its error,
+seconds (PyMC's include the compilers it starts), log Z, its error,
 likelihood evaluations where reported, CPU time relative to skevidence's.
+``Linear`` and :func:`nested_sampling` also give the dynesty runs of
+``bench_linreg.py --dynesty`` and ``paper/evidence_vs_n.py --dynesty linear``.
 """
 
 import math
@@ -31,19 +32,12 @@ from _harness import GMM_PAPER, LINEAR_PAPER, Timed, arguments
 # Importance-sampling references of make_logistic_regression(N, random_state=1)
 # (bench_logistic_stream.importance_sampling, standard error about 0.01 nats).
 LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
-PEERS = ("pymc", "dynesty")
 
 
-# -- the three problems: data, reference, numpy likelihood and prior transform --------------
+# -- the three problems: data, reference, PyMC model (and dynesty's, for linear) ------------
 
 
-class StandardNormalPrior:
-    def prior_transform(self, u):  # dynesty's map from the unit cube: N(0, 1) coefficients
-        from scipy.special import ndtri
-        return ndtri(u)
-
-
-class Linear(StandardNormalPrior):
+class Linear:
     name = "linear"
 
     def __init__(self, n, data=None):
@@ -62,6 +56,10 @@ class Linear(StandardNormalPrior):
         r = self.y - self.Phi @ theta
         return -0.5 * len(self.y) * math.log(2 * math.pi) - 0.5 * float(r @ r)
 
+    def prior_transform(self, u):  # dynesty's map from the unit cube: N(0, 1) coefficients
+        from scipy.special import ndtri
+        return ndtri(u)
+
     def pymc_model(self):
         import pymc as pm
         with pm.Model() as model:
@@ -70,17 +68,12 @@ class Linear(StandardNormalPrior):
         return model
 
 
-class Logistic(StandardNormalPrior):
+class Logistic:
     name = "logistic"
 
-    def __init__(self, n, data=None):
-        self.X, self.y = make_logistic_regression(n, random_state=1) if data is None else data
+    def __init__(self, n):
+        self.X, self.y = make_logistic_regression(n, random_state=1)
         self.K, self.p = int(self.y.max()) + 1, self.X.shape[1]
-        self.d = self.K * (self.p + 1)
-        self.X1T = np.ascontiguousarray(np.hstack([self.X, np.ones((n, 1))]).T)
-        onehot = np.zeros((n, self.K))
-        onehot[np.arange(n), self.y] = 1.0
-        self.S = onehot.T @ self.X1T.T  # the likelihood's linear term, per class
 
     def skevidence(self, seed):
         return EvidenceLogisticRegression(random_state=seed).fit(self.X, self.y)
@@ -92,13 +85,6 @@ class Logistic(StandardNormalPrior):
         from bench_logistic_stream import importance_sampling
         est = importance_sampling(self.X, self.y, self.K, n_samples=max(4000, int(2e8 // n)))
         return est[0], f"IS +-{est[1]:.2f}"
-
-    def loglike(self, theta):
-        T = np.hstack([theta[: self.K * self.p].reshape(self.K, self.p),
-                       theta[self.K * self.p :, None]])
-        logits = T @ self.X1T
-        top = logits.max(0)
-        return float(np.sum(T * self.S) - (np.log(np.exp(logits - top).sum(0)) + top).sum())
 
     def pymc_model(self):
         import pymc as pm
@@ -113,11 +99,9 @@ class Mixture:
     name = "gmm"
     k = 5
 
-    def __init__(self, n, data=None):
-        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1) if data is None \
-            else data
+    def __init__(self, n):
+        self.X = make_gaussian_mixture(n, n_components=self.k, random_state=1)
         self.D = self.X.shape[1]
-        self.d = (self.k - 1) + 2 * self.k * self.D
 
     def skevidence(self, seed):
         return EvidenceGMM(random_state=seed, **GMM_PAPER).fit(self.X)
@@ -128,27 +112,6 @@ class Mixture:
         from skevidence.models import GaussianMixtureModel
         ref = reference_log_evidence(self.X, GaussianMixtureModel(self.D, self.k, **GMM_PAPER))
         return ref["log_evidence"], f"IS ESS {ref['ess']:.1%}"
-
-    def prior_transform(self, u):
-        # Dirichlet(1) weights by stick breaking, InvGamma(1, 1) variances,
-        # means N(0, 4 variance): the paper's priors.
-        from scipy.special import gammainccinv, ndtri
-        k, D = self.k, self.D
-        v = 1.0 - (1.0 - u[: k - 1]) ** (1.0 / np.arange(k - 1, 0, -1))
-        stick = np.cumprod(1.0 - v)
-        pi = np.append(v * np.concatenate([[1.0], stick[:-1]]), stick[-1])
-        s2 = 1.0 / gammainccinv(1.0, u[k - 1 : k - 1 + k * D])
-        mu = np.sqrt(4.0 * s2) * ndtri(u[k - 1 + k * D :])
-        return np.concatenate([pi[:-1], mu, s2])
-
-    def loglike(self, theta):
-        from scipy.special import logsumexp
-        k, D = self.k, self.D
-        pi = np.append(theta[: k - 1], max(1.0 - theta[: k - 1].sum(), 1e-300))
-        mu = theta[k - 1 : k - 1 + k * D].reshape(k, D)
-        s2 = theta[k - 1 + k * D :].reshape(k, D)
-        lp = -0.5 * (((self.X[:, None, :] - mu) ** 2) / s2 + np.log(2 * np.pi * s2)).sum(-1)
-        return float(logsumexp(lp + np.log(pi), axis=1).sum())
 
     def pymc_model(self):
         import pymc as pm
@@ -166,7 +129,7 @@ class Mixture:
 PROBLEMS = {"linear": Linear, "logistic": Logistic, "gmm": Mixture}
 
 
-# -- the peers: each returns (log Z, likelihood evaluations or None) ------------------------
+# -- the peer: returns (log Z, likelihood evaluations or None) ------------------------------
 
 
 def run_pymc(problem, seed):
@@ -183,26 +146,20 @@ def run_pymc(problem, seed):
     return float(values[np.isfinite(values)][-1]), None
 
 
-def nested_sampling(problem, seed, slices=None):
-    """dynesty's static sampler as in the reference runs (500 live points, ``dlogz=0.1``;
-    ``slices``: random-slice moves with that many slices): log Z, its error, calls, seconds."""
+def nested_sampling(problem, seed):
+    """dynesty's static sampler as in the reference runs (500 live points, ``dlogz=0.1``):
+    log Z, its error, likelihood calls, seconds."""
     import dynesty
     t = time.perf_counter()
-    options = {} if slices is None else {"sample": "rslice", "slices": slices}
     sampler = dynesty.NestedSampler(problem.loglike, problem.prior_transform, problem.d,
-                                    nlive=500, rstate=np.random.default_rng(seed), **options)
+                                    nlive=500, rstate=np.random.default_rng(seed))
     sampler.run_nested(dlogz=0.1, print_progress=False)
     res = sampler.results
     return (float(res.logz[-1]), float(res.logzerr[-1]), int(np.sum(res.ncall)),
             time.perf_counter() - t)
 
 
-def run_dynesty(problem, seed):
-    logz, _, calls, _ = nested_sampling(problem, seed)
-    return logz, calls
-
-
-RUNNERS = {"pymc": run_pymc, "dynesty": run_dynesty}
+RUNNERS = {"pymc": run_pymc}
 
 
 def _cpu_seconds():
@@ -251,20 +208,12 @@ def _process_cpu_seconds(pid):
         return None
 
 
-def importable(name):
-    try:
-        __import__(name)
-        return True
-    except Exception:
-        return False
-
-
 def main():
     parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--sizes", nargs="+", type=float, default=None,
                         help="default: 1e3 1e4 (and 1e5 for linear)")
-    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
+    parser.add_argument("--peers", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-cap", type=float, default=600.0,
                         help="wall seconds per peer run (default 600)")
@@ -273,9 +222,12 @@ def main():
     # One small fit first: the process's one-time costs (lazy imports, first
     # calls of torch's kernels) are not part of any estimate's time.
     EvidenceLinearRegression(random_state=0).fit(*make_linear_regression(100, random_state=0))
-    available = [p for p in args.peers if importable(p)]
+    available = []
     for p in args.peers:
-        if p not in available:
+        try:
+            __import__(p)
+            available.append(p)
+        except Exception:
             print(f"note: {p} is not importable (pip install skevidence[benchmark]); skipped")
     print(f"load average at start {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)", flush=True)
     print(f"{'model':>8} {'N':>7} {'sampler':>10} {'wall s':>7} {'CPU s':>7} {'log Z':>12} "
@@ -287,27 +239,23 @@ def main():
             ref, ref_note = problem.reference()
             with Timed() as sk:
                 est = problem.skevidence(args.seed)
-            print(f"{name:>8} {n:>7} {'reference':>10} {'':>15} {ref:>12.2f} ({ref_note})",
-                  flush=True)
-            print(f"{name:>8} {n:>7} {'skevidence':>10} {sk.wall:>7.1f} {sk.cpu:>7.1f} "
-                  f"{est.log_evidence_:>12.2f} {est.log_evidence_ - ref:>+7.2f} "
-                  f"{'-':>10} {1.0:>8.2f}", flush=True)
+            row = lambda who, text: print(f"{name:>8} {n:>7} {who:>10}{text}", flush=True)  # noqa
+            row("reference", f" {'':>15} {ref:>12.2f} ({ref_note})")
+            row("skevidence", f" {sk.wall:>7.1f} {sk.cpu:>7.1f} {est.log_evidence_:>12.2f} "
+                f"{est.log_evidence_ - ref:>+7.2f} {'-':>10} {1.0:>8.2f}")
             for peer in available:
                 result = run_capped(RUNNERS[peer], problem, args.seed, args.time_cap)
                 if result[0] == "cap" and result[2] is not None:
                     # a lower bound of the ratio: the CPU it used before the cap
-                    print(f"{name:>8} {n:>7} {peer:>10}  stopped: {result[1]} after "
-                          f"{result[2]:.0f} CPU s (CPU / sk >= {result[2] / sk.cpu:.1f})",
-                          flush=True)
-                    continue
-                if result[0] != "ok":
-                    print(f"{name:>8} {n:>7} {peer:>10}  skipped: {result[1]}", flush=True)
-                    continue
-                _, logz, n_like, wall, cpu = result
-                evals = f"{n_like:>10d}" if n_like is not None else f"{'-':>10}"
-                print(f"{name:>8} {n:>7} {peer:>10} {wall:>7.1f} {cpu:>7.1f} {logz:>12.2f} "
-                      f"{logz - ref:>+7.2f} {evals} "
-                      f"{cpu / sk.cpu:>8.2f}", flush=True)
+                    row(peer, f"  stopped: {result[1]} after {result[2]:.0f} CPU s "
+                        f"(CPU / sk >= {result[2] / sk.cpu:.1f})")
+                elif result[0] != "ok":
+                    row(peer, f"  skipped: {result[1]}")
+                else:
+                    _, logz, n_like, wall, cpu = result
+                    evals = f"{n_like:>10d}" if n_like is not None else f"{'-':>10}"
+                    row(peer, f" {wall:>7.1f} {cpu:>7.1f} {logz:>12.2f} {logz - ref:>+7.2f} "
+                        f"{evals} {cpu / sk.cpu:>8.2f}")
     print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 

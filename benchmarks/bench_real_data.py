@@ -1,27 +1,13 @@
 """The estimators with their defaults on public real data, as a user fits them.
 
-Each data set goes through ``make_pipeline(preprocessing, estimator)``:
-one-hot categories and ``StandardScaler`` on every column, nothing tuned.
-References are independent of the sampler: the closed form for linear
-regression, importance sampling from a multivariate t at the posterior
-mode (two seeds, standard error and ESS printed) for logistic regression.
-
-* ``diabetes``: scikit-learn's, 442 rows, 10 features, ``y`` in its units
-  (and ``x 1000``);
-* ``diamonds``: ggplot2's 53,940 diamonds, price on carat, depth, table and
-  the collinear x, y, z, with one-hot cut, colour and clarity (23 columns);
-  raw price (heavy right tail, gross outliers) and log price;
-* ``nass``: the US crash records of DAAG's ``nassCDS`` (26,216 occupants),
-  death on speed band, airbag, seat belt, frontal
-  impact, sex, age, vehicle year, occupant role and deployment: a rare
-  outcome (4.5%) with rare one-hot levels.
-
-The Rdatasets CSVs are read from ``--data-dir`` (downloaded there from
-``RDATASETS`` when missing). One row per data set and sampler seed: error
-against the reference, reported std, CPU seconds, warnings; then per data
-set the seeds' RMS error, their SD and the mean reported std. ``log Z`` is
-``log_evidence_``, which combines the annealing's estimate with the
-importance-sampling check; ``alone`` is the annealing's error by itself.
+``make_pipeline(preprocessing, estimator)`` (one-hot categories, ``StandardScaler``)
+on ``diabetes`` (scikit-learn's; ``y`` and ``y x 1000``), ``diamonds`` (ggplot2's,
+price and log price) and ``nass`` (DAAG's ``nassCDS``, death: logistic), the
+Rdatasets CSVs read from ``--data-dir`` (downloaded when missing). References:
+the closed form (linear), importance sampling from a t at the mode (logistic).
+One row per data set and sampler seed: ``log_evidence_``, its error and std, the
+annealing's error and std alone, CPU seconds, warnings; then the seeds' RMS
+error, their SD and the mean std.
 """
 
 import os

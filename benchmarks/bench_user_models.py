@@ -1,14 +1,10 @@
 """The gallery's user-written models: SGAIS over seeds against an independent value.
 
-``--model gp`` takes the model, data and importance sampler of
-``examples/plot_gp_classifier.py``; per kernel length-scale: scikit-learn's
-Laplace approximation and importance sampling from a t at the Laplace fit
-with ``--blocks`` x 100_000 draws (the reference). ``--model rbm`` takes
-the machine of ``examples/plot_rbm_partition.py`` (10 visible, 16 hidden
-units, weights ``scale * W_unit``); per weight scale: the exact log
-partition function by enumeration. Then for both the SGAIS mean over
-``--seeds``, their spread, the mean reported std, the mean's error in
-standard errors, the share within 2 std and the CPU seconds of a run.
+``--model gp`` (``examples/plot_gp_classifier.py``), per length-scale: the Laplace
+value and importance sampling with ``--blocks`` x 1e5 draws (the reference);
+``--model rbm`` (``examples/plot_rbm_partition.py``), per weight scale: the exact
+log partition function. Then the SGAIS mean over ``--seeds``, their spread, the
+mean std, the mean's error in standard errors, the share within 2 std, CPU s.
 """
 
 import math

@@ -62,8 +62,7 @@ def make_estimator(cls, method, params, random_state=0, **overrides):
 
 
 def fit_timed(est, X, y, clock=time.process_time, how="fit", **kwargs):
-    """``est.fit`` (or ``how="partial_fit"``), returning CPU seconds (the runs are
-    single-threaded) and the warnings, recorded rather than printed."""
+    """``est.fit`` (or ``how``): CPU seconds (single-threaded runs), the warnings' texts."""
     with caught_warnings() as caught:
         t = clock()
         getattr(est, how)(*((X,) if y is None else (X, y)), **kwargs)
@@ -79,21 +78,15 @@ def fmt(value, spec):
     """``format(value, spec)``, or an empty cell for None / NaN."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
-    if isinstance(value, str):
-        return value
-    return format(value, spec)
+    return value if isinstance(value, str) else format(value, spec)
 
 
 def write_table(rows, columns, stem, formats=None):
-    """Write ``rows`` (dicts) as ``OUTDIR/stem.csv`` and ``.md``; print the markdown.
-
-    ``formats`` maps a column to a format spec for both files (CSV keeps
-    the same rounding so that the committed tables read as printed).
-    """
+    """Write ``rows`` (dicts) as ``OUTDIR/stem.csv`` and ``.md`` with the ``formats``
+    (column -> spec; the CSV keeps the printed rounding); print the markdown."""
     formats = formats or {}
     OUTDIR.mkdir(parents=True, exist_ok=True)
-    cells = [[fmt(row.get(c), formats.get(c, "")) if not isinstance(row.get(c), str)
-              else row[c] for c in columns] for row in rows]
+    cells = [[fmt(row.get(c), formats.get(c, "")) for c in columns] for row in rows]
     with open(OUTDIR / f"{stem}.csv", "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)

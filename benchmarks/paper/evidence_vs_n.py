@@ -1,16 +1,11 @@
 """Paper section 7.1: log Z / N and run time against N, every method on the three models.
 
-Linear regression (exact evidence), logistic regression (importance
-sampling at the mode, ``bench_logistic_stream.importance_sampling``) and the
-5-component mixture (the reference dynesty runs; the error panel also marks
-a tempered-SMC reference), the paper's priors, data seed 1,
-sampler seed 0. Online methods stream the largest N once and are read off
-at every N; AIS and NS are refitted at every N. Times are CPU seconds; a
-method stops at larger N once a run took over ``--max-seconds``.
-``--dynesty MODEL ...`` adds dynesty as a row. Writes
-docs/paper/evidence_vs_n.{png,csv,md}, the raw results per model and method
-as JSON (``--reuse`` keeps them, ``--draw-only`` only draws) and the speed
-ratios in evidence_vs_n_speedups.txt.
+References: exact (linear), importance sampling at the mode (logistic), the stored
+dynesty runs (mixture). Paper priors, data seed 1, sampler seed 0; online methods
+stream the largest N once, AIS and NS refit at every N; CPU seconds; a method
+stops growing N after a run over ``--max-seconds``. Writes
+docs/paper/evidence_vs_n.{png,csv,md}, raw JSON per model and method (``--reuse``,
+``--draw-only``) and the speed ratios in evidence_vs_n_speedups.txt.
 """
 
 import contextlib
@@ -31,14 +26,11 @@ GRIDS = {
              "logistic": [1000, 2000, 5000, 10_000, 20_000],
              "gmm": [1000, 2000, 5000, 10_000, 20_000]},
 }
-# The reference nested-sampling runs on the mixture (dynesty, static sampler,
-# 500 live points, random slices; 4 runs at N = 1e3, 2 at 1e4): mean, error.
+# The reference nested-sampling runs on the mixture (dynesty, static sampler, 500 live
+# points, random slices; 4 runs at N = 1e3, 2 at 1e4): mean, error.
 GMM_DYNESTY_REFERENCE = {1000: (-4494.94, 0.89), 10_000: (-44096.59, 0.30)}
-# A second, independent mixture reference (tempered SMC with HMC moves from
-# t's at the EM modes and their relabellings, mean of seeds 0 and 1).
-# It misses modes no EM start reaches and errs low: the gap to dynesty
-# (1.3 nats at N = 1e3, 4.2 at 1e4) is how uncertain the mixture's
-# reference is. Drawn in the error panel, relative to dynesty.
+# An independent one (tempered SMC from t's at the EM modes, seeds 0 and 1), which misses
+# modes no EM start reaches: its gap to dynesty is the reference's uncertainty (error panel).
 GMM_SMC_REFERENCE = {1000: -4496.26, 10_000: -44100.77}
 COLUMNS = ["model", "method", "N", "log Z", "log Z / N", "reference", "ref. source", "error",
            "relative error", "log Z std", "CPU s", "status"]
@@ -87,13 +79,10 @@ def deadline(seconds):
 
 
 def run_online(cls, method, params, data, sizes, args):
-    """Stream the largest N through ``partial_fit``, read off at every grid point.
-
-    Returns ``{N: (log Z, std, seconds, warnings)}``, the trace and the N
-    whose block ran past ``--run-timeout`` (or None).
-    """
+    """Stream the largest N through ``partial_fit``, read off at every grid point: ``{N: (log
+    Z, std, seconds, warnings)}``, the trace and the N past ``--run-timeout`` (or None)."""
     X, y = data(sizes[-1])
-    est = C.make_estimator(cls, method, params, random_state=args.seed)
+    est = C.make_estimator(cls, method, params, random_state=0)
     # A classifier's first partial_fit must know every class.
     kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
     results, total, start, timed_out = {}, 0.0, 0, None
@@ -120,7 +109,7 @@ def run_refits(cls, method, params, data, sizes, args):
     results, timed_out = {}, None
     for n in sizes:
         X, y = data(n)
-        est = C.make_estimator(cls, method, params, random_state=args.seed)
+        est = C.make_estimator(cls, method, params, random_state=0)
         try:
             with deadline(args.run_timeout):
                 seconds, caught = C.fit_timed(est, X, y)
@@ -133,16 +122,15 @@ def run_refits(cls, method, params, data, sizes, args):
     return results, None, timed_out
 
 
-def run_dynesty(model, data, sizes, args):
+def run_dynesty(data, sizes, args):
     """dynesty's static nested sampling (500 live points), the bench_*.py settings, per N."""
     results = {}
     for n in sizes:
         X, y = data(n)
         t = time.process_time()
-        from bench_peers import PROBLEMS, nested_sampling
+        from bench_peers import Linear, nested_sampling
 
-        problem = PROBLEMS[model](n, data=X if y is None else (X, y))
-        log_z, err, _, _ = nested_sampling(problem, args.seed)
+        log_z, err, _, _ = nested_sampling(Linear(n, data=(X, y)), 0)
         seconds = time.process_time() - t
         results[n] = (log_z, err, seconds, 0)
         if seconds > args.max_seconds:
@@ -151,18 +139,15 @@ def run_dynesty(model, data, sizes, args):
 
 
 def run_method(model, method, sizes, args):
-    """Raw results of one method on one model: ``{"status", "results", "trace"}``.
-
-    ``results`` maps N to ``[log Z, log_evidence_std_, seconds, warnings]``
-    (JSON-ready); ``trace`` is the online run's ``[n_seen, log_evidence]``.
-    """
+    """One method on one model: ``{"status", "results": {N: [log Z, std, seconds,
+    warnings]}, "trace": the online run's [n_seen, log_evidence]}`` (JSON-ready)."""
     cls, params, data = C.MODELS[model]
     status = "available" if method == "dynesty" else C.method_status(cls, method)
     if status != "available":
         return {"status": status, "results": {}, "trace": None}
     try:
         if method == "dynesty":
-            results, trace, timed_out = run_dynesty(model, data, sizes, args)
+            results, trace, timed_out = run_dynesty(data, sizes, args)
         else:
             runner = run_online if method in C.ONLINE_METHODS else run_refits
             results, trace, timed_out = runner(cls, method, params, data, sizes, args)
@@ -299,15 +284,11 @@ def main():
     parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
     parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
-    parser.add_argument("--sizes", nargs="+", type=float, default=None,
-                        help="one grid for every model (multiples of 500)")
     parser.add_argument("--max-seconds", type=float, default=None,
                         help="no larger N for a method after a run this long "
                              "(CPU seconds; default 30 with --quick, 1200 otherwise)")
-    parser.add_argument("--dynesty", nargs="*", choices=list(C.MODELS), default=[],
-                        help="also run dynesty (external nested sampling, 500 live points) "
-                             "on these models; slow beyond the linear model")
-    parser.add_argument("--seed", type=int, default=0, help="sampler seed")
+    parser.add_argument("--dynesty", nargs="*", choices=["linear"], default=[],
+                        help="also run dynesty (external nested sampling, 500 live points)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the stored runs that finished (same grid) and run the others")
     parser.add_argument("--run-timeout", type=float, default=None,
@@ -328,7 +309,7 @@ def main():
     grid = GRIDS["quick" if args.quick else "full"]
     store, rows, t0 = {}, [], time.perf_counter()
     for model in args.models:
-        sizes = sorted(int(s) for s in args.sizes) if args.sizes else grid[model]
+        sizes = grid[model]
         refs, stored = load_raw(model, sizes) if args.reuse else (None, {})
         refs = references(model, sizes, args.quick) if refs is None else refs
         saved = {str(n): list(v) for n, v in refs.items()}
