@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -11,10 +10,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # The tests' tensors are small: one intra-op thread is as fast, and it keeps
 # the suite from stalling in OpenMP spin-waits when the cores are shared
-# (pytest-xdist, CI runners with other jobs). SKEVIDENCE_TEST_THREADS=2
-# runs the suite on two, as a user's default threads would (no tolerance
-# may depend on it: sums split over threads round differently).
-torch.set_num_threads(int(os.environ.get("SKEVIDENCE_TEST_THREADS", "1")))
+# (pytest-xdist, CI runners with other jobs). SKEVIDENCE_NUM_THREADS=2 runs
+# the fits on two (skevidence.set_config).
+torch.set_num_threads(1)
 
 
 # Settings for tests about behaviour, not accuracy: a few particles and

@@ -111,7 +111,7 @@ def test_gross_outliers_the_combination_lands_within_its_error_bar():
         assert reg.evidence_trace_["log_evidence"][-1] == d["annealing_log_evidence"]
 
 
-def test_a_lower_bound_combines_only_with_an_annealing_below_it(monkeypatch):
+def test_a_lower_bound_combines_only_with_an_annealing_well_below_it(monkeypatch):
     # Two well separated clusters: whatever the check finds, a stand-in
     # estimate marked a lower bound (the particles spread over more than the
     # t at its mode holds) is placed 5 nats above and below the annealing's.
@@ -138,7 +138,12 @@ def test_a_lower_bound_combines_only_with_an_annealing_below_it(monkeypatch):
     d = refit_with_bound(-5.0)
     assert gmm.log_evidence_ == annealed and math.isnan(d["birge_ratio"])
     assert d["importance_z"] > 4 and not d["warnings"]
-    # Below it: the annealing lost mass; the two combine, the error bar
+    # Below it within their error bars (two combined std): the bound says
+    # nothing an estimate can use, and the annealing stands with its own.
+    d = refit_with_bound(2.0 * math.hypot(d["annealing_log_evidence_std"], 0.1))
+    assert gmm.log_evidence_ == annealed and math.isnan(d["birge_ratio"])
+    assert d["importance_z"] == pytest.approx(-2.0) and not d["warnings"]
+    # Far below it: the annealing lost mass; the two combine, the error bar
     # widened over their disagreement.
     d = refit_with_bound(+5.0)
     mean, std, ratio = combined_estimate(annealed, d["annealing_log_evidence_std"],
