@@ -98,8 +98,8 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         (True where the particles spread over more than that mode holds:
         the estimate is then of that mode's mass alone, at most the
         evidence up to its error, and combined only with an annealing
-        estimate more than four combined standard deviations below it),
-        ``annealing_log_evidence``
+        estimate below it, into an error bar no smaller than the
+        annealing's), ``annealing_log_evidence``
         and ``annealing_log_evidence_std`` (the annealing's estimate alone)
         with ``birge_ratio`` (of its combination with the check in
         ``log_evidence_``; NaN where none was made), ``missed_mode_log_evidence`` (for

@@ -290,15 +290,13 @@ class TrustDiagnosticsMixin:
         Only the ``sgais`` method combines: the other methods are baselines
         whose own estimates the benchmarks compare. Elsewhere (no check,
         one whose ESS is short, a value that is not finite) the annealing's
-        estimate stands, and so it does where the check is a lower bound
-        (particles spread over more than one mode) that the annealing does
-        not fall below by more than ``IMPORTANCE_Z`` combined standard
-        deviations: above it the annealing may hold mass the check's t
-        misses, and within its error bars a bound says nothing an estimate
-        can use (combined, its small std would stand for a value it only
-        bounds). Below it by more, the annealing has lost mass, and the two
-        combine as elsewhere, the Birge ratio widening the error bar over
-        the gap.
+        estimate stands, and so it does above a check that is a lower bound
+        (particles spread over more than one mode): the annealing may hold
+        mass the check's t misses. Below a lower bound the annealing has
+        lost mass (a cloud that lags the posterior errs low, not either
+        way), and the two combine as elsewhere, with an error bar no smaller
+        than the annealing's: the bound's small std is of the mass it
+        bounds, not of the evidence.
         """
         annealed_now, std_now = self.log_evidence_, self.log_evidence_std_
         diag.update(annealing_log_evidence=annealed_now, annealing_log_evidence_std=std_now,
@@ -311,11 +309,14 @@ class TrustDiagnosticsMixin:
         if not all(map(math.isfinite, (annealed, std, estimate.log_evidence, estimate.std,
                                        annealed_now, std_now))):
             return
-        if estimate.lower_bound and (annealed - estimate.log_evidence
-                                     >= -IMPORTANCE_Z * math.hypot(std, estimate.std)):
+        if estimate.lower_bound and annealed >= estimate.log_evidence:
             return
         mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
                                                       estimate.std)
+        if estimate.lower_bound:
+            # A bound moves the estimate up to where the run's mass is known to
+            # be, but makes the run no surer of the mass the bound's t misses.
+            combined_std = max(combined_std, std)
         increment_var = max(std_now ** 2 - std ** 2, 0.0)
         self.log_evidence_ = mean + (annealed_now - annealed)
         self.log_evidence_std_ = math.sqrt(combined_std ** 2 + increment_var)
