@@ -47,8 +47,7 @@ class Linear:
         from scipy.special import ndtri
         return ndtri(u)
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         with pm.Model() as model:
             beta = pm.Normal("beta", 0.0, 1.0, shape=self.d)
             pm.Normal("y", mu=pm.math.dot(self.Phi, beta), sigma=1.0, observed=self.y)
@@ -71,8 +70,7 @@ class Logistic:
         est = importance_sampling(self.X, self.y, self.K, n_samples=max(4000, int(2e8 // n)))
         return est[0], f"IS +-{est[1]:.2f}"
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         with pm.Model() as model:
             W = pm.Normal("W", 0.0, 1.0, shape=(self.K, self.p))
             b = pm.Normal("b", 0.0, 1.0, shape=self.K)
@@ -97,8 +95,7 @@ class Mixture:
         ref = reference_log_evidence(self.X, GaussianMixtureModel(self.D, self.k, **GMM_PAPER))
         return ref["log_evidence"], f"IS ESS {ref['ess']:.1%}"
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         import pytensor.tensor as pt
         with pm.Model() as model:
             w = pm.Dirichlet("w", np.ones(self.k))
@@ -118,7 +115,7 @@ def run_pymc(problem, seed):
 
     import pymc as pm
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    with problem.pymc_model():
+    with problem.pymc_model(pm):
         idata = pm.sample_smc(chains=1, cores=1, random_seed=seed, progressbar=False,
                               compute_convergence_checks=False)
     values = np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)).ravel()
