@@ -1,15 +1,9 @@
 """Regenerate a table of the results page: ``python -m benchmarks NAME``.
 
-``--list`` names the tables, ``all`` runs every one in turn. Each run is a
-fresh process of one script of this folder, on this checkout's skevidence,
-with ``OMP_NUM_THREADS=1`` unless set, stopped at its time cap (``--time-cap``
-overrides every cap). Arguments after ``--`` go after the table's own in each
-of its runs, where a later option overrides an earlier one: a quick run with
-smaller settings::
-
-    python -m benchmarks --list
-    python -m benchmarks linreg
-    python -m benchmarks linreg --time-cap 60 -- --sizes 1e3
+``--list`` names the tables, ``all`` runs every one. Each run is a fresh process of a
+script here, with ``OMP_NUM_THREADS=1`` unless set, stopped at the table's time cap
+(``--time-cap`` overrides); arguments after ``--`` go after the table's own (a later
+option overrides an earlier one): ``python -m benchmarks linreg -- --sizes 1e3``.
 """
 
 import argparse
@@ -69,11 +63,8 @@ REGISTRY = {
 def runs_of(name, extra=None):
     """The table's runs as (module, argv) pairs, and its time cap."""
     module, argvs, cap = REGISTRY[name]
-    runs = []
-    for argv in [argvs] if isinstance(argvs, str) else argvs:
-        own, _, rest = argv.rpartition(":")
-        runs.append((own or module, rest.split() + list(extra or [])))
-    return runs, cap
+    splits = [argv.rpartition(":") for argv in ([argvs] if isinstance(argvs, str) else argvs)]
+    return [(own or module, rest.split() + list(extra or [])) for own, _, rest in splits], cap
 
 
 def command(module, argv):
@@ -131,8 +122,7 @@ def main(argv=None):
     if args.name == "all" and extra is not None:
         parser.error("arguments after -- go with one table, not all")
     names = list(REGISTRY) if args.name == "all" else [args.name]
-    status = [run(name, extra, args.time_cap) for name in names]
-    return max(status)
+    return max(run(name, extra, args.time_cap) for name in names)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,7 @@
 """An importance-sampling reference for identifiable mixtures, and EvidenceGMM against it.
 
-:func:`reference_log_evidence`: importance sampling from t's (``nu = 8``) at the
-posterior mode and its ``K!`` relabellings, cached in ``references/gmm_reference.json``.
-One row per (geometry, N, sampler seed): log Z, the reference with its standard
-error and ESS, the difference; then the errors' summary per geometry and N.
+:func:`reference_log_evidence` is cached in ``references/gmm_reference.json``; one row per
+(geometry, N, sampler seed), then the errors' summary per geometry and N.
 """
 
 import math
@@ -26,9 +24,6 @@ GEOMETRIES = {
 }
 
 
-# -- the posterior's modes (EM starts climbed by L-BFGS) --------------------------
-
-
 def log_posterior(model, X, theta, block=256):
     """Unnormalised log posterior ``[M]``, in blocks of particles to bound memory."""
     return torch.cat([model.log_prior(t) + model.log_likelihood(t, (X,)).sum(1)
@@ -36,11 +31,8 @@ def log_posterior(model, X, theta, block=256):
 
 
 def _climb_from_em(X, Xt, model, seed):
-    """One EM fit (random start) moved by L-BFGS to the posterior mode, ``[d]``.
-
-    Each start is optimised on its own, so a start that diverges cannot
-    spoil a line search shared with the others.
-    """
+    """One EM fit (random start) moved by L-BFGS to the posterior mode, ``[d]`` (each start on
+    its own: one that diverges cannot spoil a line search shared with the others)."""
     em = GaussianMixture(model.n_components, covariance_type="diag", random_state=seed,
                          init_params="random_from_data").fit(X)
     theta = model.pack(*(torch.as_tensor(a, dtype=torch.float64)[None]
@@ -61,16 +53,9 @@ def _climb_from_em(X, Xt, model, seed):
 
 
 def posterior_modes(X, model, n_starts=40, seed=0, window=30.0):
-    """Distinct posterior modes from many EM fits, with their Hessians.
-
-    scikit-learn's EM (diagonal covariances, one random start each) does not
-    depend on skevidence's sampler; L-BFGS then moves every EM optimum to
-    the posterior mode in the unconstrained parameters. Relabellings of one
-    mode share its log posterior, which is what tells modes apart. Modes
-    more than ``window`` nats below the best, or with a singular Hessian (a
-    component left without data), are dropped. Returns ``modes [J, d]`` and
-    ``hessians [J, d, d]``, best first.
-    """
+    """Distinct posterior modes from EM fits moved by L-BFGS, and their Hessians, best first:
+    ``modes [J, d]``, ``hessians [J, d, d]``. Relabellings share a log posterior, which tells
+    modes apart; those over ``window`` nats below the best or with a singular Hessian go."""
     Xt = torch.as_tensor(X, dtype=torch.float64)
     theta = torch.stack([_climb_from_em(X, Xt, model, seed + s) for s in range(n_starts)])
     log_post = log_posterior(model, Xt, theta)
@@ -100,15 +85,10 @@ def make_clusters(n, geometry, seed):
 
 
 def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
-    """Importance-sampling ``log p(X)`` for an identifiable mixture: ``n_draws`` from
-    t's (``nu`` dof) at the mode found from ``n_starts`` EM starts (``seed`` seeds
-    them and the draws) and its relabellings, for ``model`` (priors included).
-
-    Returns a dict: ``log_evidence``, ``std_error`` (delta method,
-    ``sqrt(1/ESS - 1/n_draws)``), ``ess`` (fraction of ``n_draws``), ``laplace``
-    (Laplace approximation times ``K!``) and ``n_modes`` (distinct optima within
-    30 nats of the best; more than 1: the posterior is not one mode up to relabelling).
-    """
+    """Importance-sampling ``log p(X)`` for an identifiable mixture from t's (``nu`` dof) at
+    the mode (``n_starts`` EM starts) and its relabellings: a dict of ``log_evidence``,
+    ``std_error`` (delta method), ``ess`` (a fraction), ``laplace`` (times ``K!``) and
+    ``n_modes`` (optima within 30 nats of the best; over 1: not one mode up to labels)."""
     Xt = torch.as_tensor(X, dtype=torch.float64)
     modes, hessians = posterior_modes(X, model, n_starts=n_starts, seed=seed)
     mode, hessian, n_modes = modes[0], hessians[0], modes.shape[0]
@@ -126,8 +106,7 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
     # with phi ~ t(mode, cov), i.e. t(theta @ maps[p]^-1) / |det maps[p]|
     # (the additive-log-ratio logits make a relabelling linear, not a permutation).
     log_t_norm = t_log_norm(d, nu) - torch.log(torch.diagonal(chol)).sum()
-    inverse_maps = torch.linalg.inv(maps)
-    log_dets = torch.linalg.slogdet(maps)[1]
+    inverse_maps, log_dets = torch.linalg.inv(maps), torch.linalg.slogdet(maps)[1]
     log_t = []
     for p in range(P):
         back = theta @ inverse_maps[p] - mode
@@ -156,10 +135,8 @@ def main():
     parser.add_argument("--n", type=int, nargs="+", default=[4000, 20000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
-    header = (f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'cpu s':>7} {'log Z':>12} "
-              f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}")
-    print(header)
-    print("-" * len(header))
+    print(f"{'geometry':>10} {'N':>6} {'seed':>4} {'time s':>7} {'cpu s':>7} {'log Z':>12} "
+          f"{'reference':>12} {'se':>6} {'ess':>5} {'diff':>7} {'std':>6}\n" + "-" * 92)
     rows = []  # (geometry, n, diff, std)
     for n in args.n:  # every geometry at the smaller N first
         for geometry in GEOMETRIES:

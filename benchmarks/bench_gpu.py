@@ -1,25 +1,19 @@
 """``device="cuda"`` against the CPU: how fast, how accurate.
 
-The paper's logistic regression and a ``separated`` 3-cluster mixture
-against the cached references of ``bench_logistic_stream.py`` and
-``bench_gmm_reference.py``, per device, dtype and particle count: wall
-seconds (the device synchronised), log Z minus the reference, the std.
-(``tests/test_gpu.py`` checks that every estimator and method runs on the
-device.)
+The paper's logistic regression and a ``separated`` 3-cluster mixture against the cached
+references of ``bench_logistic_stream.py`` and ``bench_gmm_reference.py``.
 """
 
 import json
 import os
-import pathlib
+from functools import partial
 
 import torch
 
 from skevidence import EvidenceGMM, EvidenceLogisticRegression
 from skevidence.datasets import make_logistic_regression
-from _harness import Timed, arguments
+from _harness import REFERENCES, Timed, arguments
 from bench_gmm_reference import make_clusters
-
-REFERENCES = pathlib.Path(__file__).parent / "references"
 
 
 def synchronize(device):
@@ -27,18 +21,19 @@ def synchronize(device):
         torch.cuda.synchronize()
 
 
+def stored(name, key, field):
+    return json.loads((REFERENCES / name).read_text())[key][field]
+
+
 def logistic_problem(n):
-    X, y = make_logistic_regression(n, random_state=1)
     key = f"data_seed=1 n={n} samples=4000 nu=8 is_seeds=[0, 1]"
-    ref = json.loads((REFERENCES / "logistic_stream.json").read_text())[key]["log_z"]
-    return X, y, ref, lambda **kw: EvidenceLogisticRegression(**kw)
+    return (*make_logistic_regression(n, random_state=1),
+            stored("logistic_stream.json", key, "log_z"), EvidenceLogisticRegression)
 
 
 def gmm_problem(n):
-    X = make_clusters(n, "separated", 0)
-    key = f"separated n={n} data_seed=0 draws=20000"
-    ref = json.loads((REFERENCES / "gmm_reference.json").read_text())[key]["log_evidence"]
-    return X, None, ref, lambda **kw: EvidenceGMM(n_components=3, **kw)
+    ref = stored("gmm_reference.json", f"separated n={n} data_seed=0 draws=20000", "log_evidence")
+    return make_clusters(n, "separated", 0), None, ref, partial(EvidenceGMM, n_components=3)
 
 
 def run_table(args):

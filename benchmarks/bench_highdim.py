@@ -1,12 +1,7 @@
 """EvidenceLogisticRegression with hundreds of parameters, fewer particles than twice them.
 
-Data (``StandardScaler`` pipeline, a 30% test split by ``--splits``): ``paper``
-(d = 44), ``synth100`` / ``synth200`` (the paper's generator, d = 100 / 200),
-``digits3`` (digits 0-2, d = 195), ``digits`` (d = 650). Reference: importance
-sampling from a t at the mode, or on digits AIS from a t at the moments of GHMC
-draws. Columns: test accuracy (and ``LogisticRegression``'s), mean and mode
-training log-likelihood, log Z, the reference, the difference, CPU and wall s,
-``W`` for a ``ConvergenceWarning``.
+Data: ``paper`` (d = 44), ``synth100`` / ``synth200`` (d = 100 / 200), ``digits3`` (d = 195),
+``digits`` (d = 650); reference: importance sampling from a t at the mode, or AIS on digits.
 """
 
 import math
@@ -50,11 +45,8 @@ def log_posterior(model, X, y):
 
 
 def posterior_moments(model, X, y, mode, precision, n_chains=64, n_rounds=20, seed=0):
-    """Mean and covariance of exact GHMC draws (the second half of ``n_rounds`` x 100 steps).
-
-    The chains start at the Laplace approximation and are preconditioned by
-    the particles' mean curvature (``expected_fisher_information``).
-    """
+    """Mean and covariance of exact GHMC draws (the second half of ``n_rounds`` x 100 steps)
+    from the Laplace approximation, preconditioned by the chains' mean curvature."""
     gen = torch.Generator().manual_seed(seed)
     theta = mode + torch.randn(n_chains, model.n_params, generator=gen,
                                dtype=torch.float64) @ precision_preconditioner(precision).T
@@ -85,18 +77,11 @@ def _t_log_density_and_grad(theta, mean, chol, nu):
 
 def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_steps=5, nu=10.0,
                        n_batches=8, seed=0):
-    """log Z by annealed importance sampling from a t at the posterior's moments.
-
-    Where importance sampling from the t alone has no usable ESS (digits is
-    nearly separable and its posterior far from Gaussian), AIS (Neal 2001)
-    bridges the t and the posterior in ``n_temps`` geometric steps
-    ``q^(1 - b) p^b``, ``b = (k / n_temps)^4``, each followed by ``n_steps``
-    exact (Metropolis-adjusted) GHMC steps. Its estimate of ``Z`` is
-    unbiased whatever the mixing; returns the estimate, its standard error
-    (spread of ``n_batches`` batches), the ESS fraction and the acceptance.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    chol = torch.linalg.cholesky(cov)
+    """log Z by AIS (Neal 2001) from a t at the posterior's moments, where the t alone has
+    no usable ESS (digits): ``n_temps`` steps ``q^(1 - b) p^b``, ``b = (k / n_temps)^4``,
+    each with ``n_steps`` exact GHMC steps. Returns the estimate, its standard error (over
+    ``n_batches`` batches), the ESS fraction and the acceptance."""
+    gen, chol = torch.Generator().manual_seed(seed), torch.linalg.cholesky(cov)
     z = torch.randn(n_chains, model.n_params, generator=gen, dtype=torch.float64)
     theta = mean + (z / torch.sqrt(chi2(n_chains, nu, gen) / nu)[:, None]) @ chol.T
     log_post = log_posterior(model, X, y)
@@ -123,12 +108,16 @@ def annealed_reference(model, X, y, mean, cov, n_chains=256, n_temps=400, n_step
             float(1.0 / (w**2).sum()) / n_chains, float(np.mean(acceptances)))
 
 
+def posterior(X, y):
+    """The data as tensors (labels 0..K-1) and their LogisticPosterior."""
+    Xs, yt = torch.as_tensor(X), torch.as_tensor(np.searchsorted(np.unique(y), y))
+    return Xs, yt, LogisticPosterior(Xs, yt, len(np.unique(y)))
+
+
 def reference(data, split, max_d_is=200):
     """(log Z, standard error, ESS fraction, method) on the training data of ``data``."""
     Xtr, _, ytr, _ = load(data, split)
-    Xs = torch.as_tensor(StandardScaler().fit_transform(Xtr))
-    yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
-    post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
+    Xs, yt, post = posterior(StandardScaler().fit_transform(Xtr), ytr)
     mode = post.mode()
     if post.d <= max_d_is and data not in ("digits", "digits3"):
         log_z, se, ess = t_importance_sampling(post, mode, 100_000, 10, 0)
@@ -142,28 +131,22 @@ def run(data, n_particles, seed, split=0):
     Xtr, Xte, ytr, yte = load(data, split)
     baseline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(Xtr, ytr)
     est = EvidenceLogisticRegression(n_particles=n_particles, random_state=seed)
-    pipe = make_pipeline(StandardScaler(), est)
-    failed = None
+    pipe, failed = make_pipeline(StandardScaler(), est), None
     with Timed() as t:
         try:
             pipe.fit(Xtr, ytr)
         except FloatingPointError as exc:
             failed = str(exc)[:40]
-    Xs = torch.as_tensor(pipe[0].transform(Xtr))
-    yt = torch.as_tensor(np.searchsorted(np.unique(ytr), ytr))
-    post = LogisticPosterior(Xs, yt, len(np.unique(ytr)))
+    Xs, yt, post = posterior(pipe[0].transform(Xtr), ytr)
     model, mode = post.model, post.mode()
     ll_mode = float(model.log_likelihood(mode[None], (Xs, yt)).sum())
     row = dict(d=model.n_params, acc_lr=baseline.score(Xte, yte), ll_mode=ll_mode, cpu=t.cpu,
                wall=t.wall, warned=any("ConvergenceWarning" in w for w in t.warnings))
     if failed:
-        row.update(acc=float("nan"), ll=float("nan"), logz=float("nan"), failed=failed)
-    else:
-        theta = torch.as_tensor(est.particles_)
-        W = torch.as_tensor(est.particle_weights_)
-        ll = float(W @ model.log_likelihood(theta, (Xs, yt)).sum(1))
-        row.update(acc=pipe.score(Xte, yte), ll=ll, logz=est.log_evidence_)
-    return row
+        return dict(row, acc=math.nan, ll=math.nan, logz=math.nan, failed=failed)
+    theta, W = torch.as_tensor(est.particles_), torch.as_tensor(est.particle_weights_)
+    ll = float(W @ model.log_likelihood(theta, (Xs, yt)).sum(1))
+    return dict(row, acc=pipe.score(Xte, yte), ll=ll, logz=est.log_evidence_)
 
 
 def main():
@@ -179,7 +162,7 @@ def main():
           f"{'diff':>6} {'cpu_s':>6} {'wall_s':>6} warn", flush=True)
     for data in args.data:
         for split in args.splits:
-            ref, se, ess = (float("nan"),) * 3
+            ref, se, ess = (math.nan,) * 3
             if not args.no_reference:
                 with Timed() as t:
                     ref, se, ess, how = reference(data, split)

@@ -1,10 +1,7 @@
 """The paper's logistic model at large N: an importance-sampling reference, and fits against it.
 
-The reference: importance sampling from a multivariate t (``--nu``) at the posterior
-mode, scaled by the inverse Hessian (ESS, standard error and Laplace value printed),
-cached in ``references/logistic_stream.json`` (``--recompute``). With ``--fit``,
-one row per sampler seed and ``--at`` size: the fit's error, std and z, and its
-importance-sampling check (``diagnostics_["importance_log_evidence"]``), std, ESS.
+The reference (a t at the mode) is cached in ``references/logistic_stream.json``
+(``--recompute``); ``--fit`` adds one row per sampler seed and ``--at`` size.
 """
 
 import math
@@ -18,8 +15,7 @@ from skevidence.datasets import make_logistic_regression
 from skevidence.models import LogisticRegressionModel
 from _harness import arguments, cached, chi2, t_log_norm
 
-_DATA_BLOCK = 20_000
-_SAMPLE_BLOCK = 200
+_DATA_BLOCK, _SAMPLE_BLOCK = 20_000, 200
 
 
 class LogisticPosterior:
@@ -27,24 +23,16 @@ class LogisticPosterior:
 
     def __init__(self, X, y, n_classes):
         self.model = LogisticRegressionModel(X.shape[1], n_classes)
+        self.d = self.model.n_params
         Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
         self.blocks = [(Xt[i : i + _DATA_BLOCK], yt[i : i + _DATA_BLOCK])
                        for i in range(0, len(X), _DATA_BLOCK)]
 
-    @property
-    def d(self):
-        return self.model.n_params
-
     def log_density(self, theta):
         """Unnormalised log posterior of ``theta [K, d]``, ``[K]``, in blocks."""
-        out = []
-        for start in range(0, theta.shape[0], _SAMPLE_BLOCK):
-            part = theta[start : start + _SAMPLE_BLOCK]
-            total = self.model.log_prior(part)
-            for block in self.blocks:
-                total = total + self.model.log_likelihood(part, block).sum(1)
-            out.append(total)
-        return torch.cat(out)
+        return torch.cat([sum((self.model.log_likelihood(part, block).sum(1)
+                               for block in self.blocks), self.model.log_prior(part))
+                          for part in theta.split(_SAMPLE_BLOCK)])
 
     def precision(self, theta):
         eye = torch.eye(self.d, dtype=theta.dtype) / self.model.prior_std**2
@@ -76,38 +64,30 @@ class LogisticPosterior:
 
 def t_importance_sampling(post, mode, n_samples, nu, seed):
     """log Z, its standard error and the ESS from a multivariate-t proposal at the mode."""
-    d = post.d
-    gen = torch.Generator().manual_seed(seed)
-    precision = post.precision(mode)
-    C = torch.linalg.cholesky(precision)  # precision = C C^T, covariance^(1/2) = C^-T
+    d, gen = post.d, torch.Generator().manual_seed(seed)
+    C = torch.linalg.cholesky(post.precision(mode))  # precision = C C^T, covariance^(1/2) = C^-T
     z = torch.randn(n_samples, d, generator=gen, dtype=torch.float64)
     u = chi2(n_samples, nu, gen) / nu
-    delta = torch.linalg.solve_triangular(C.T, (z / u.sqrt()[:, None]).T, upper=True).T
-    theta = mode + delta
+    theta = mode + torch.linalg.solve_triangular(C.T, (z / u.sqrt()[:, None]).T, upper=True).T
     # log density of the t proposal at theta: the Mahalanobis term is |z|^2 / u.
     maha = (z**2).sum(1) / u
     log_q = (t_log_norm(d, nu) + torch.log(torch.diagonal(C)).sum()
              - 0.5 * (nu + d) * torch.log1p(maha / nu))
     log_w = (post.log_density(theta) - log_q).numpy()
-    top = log_w.max()
-    w = np.exp(log_w - top)
-    log_z = top + math.log(w.mean())
-    ess = w.sum() ** 2 / (w**2).sum()
+    w = np.exp(log_w - log_w.max())
     se = w.std(ddof=1) / w.mean() / math.sqrt(n_samples)  # delta method on log(mean)
-    return log_z, se, ess
+    return log_w.max() + math.log(w.mean()), se, w.sum() ** 2 / (w**2).sum()
 
 
 def importance_sampling(X, y, n_classes, n_samples=200_000, nu=10, seed=0):
-    """Importance sampling from a Student t at the posterior mode: log Z, its
-    standard error, the ESS as a fraction of the draws and the Laplace
-    approximation."""
+    """Importance sampling from a t at the mode: log Z, its standard error, the ESS as a
+    fraction of the draws and the Laplace approximation."""
     post = LogisticPosterior(X, y, n_classes)
-    mode = post.mode()
-    log_z, se, ess = t_importance_sampling(post, mode, n_samples, nu, seed)
+    log_z, se, ess = t_importance_sampling(post, mode := post.mode(), n_samples, nu, seed)
     return log_z, se, ess / n_samples, post.laplace(mode)
 
 
-def reference(n, data_seed, samples, nu, is_seeds, recompute=False):
+def reference(n, data_seed, recompute=False, samples=4000, nu=8, is_seeds=(0, 1)):
     """The cached IS reference of ``make_logistic_regression(n, random_state=data_seed)``."""
     def compute():
         X, y = make_logistic_regression(n, random_state=data_seed)
@@ -147,10 +127,6 @@ def main():
     parser = arguments(__doc__)
     parser.add_argument("--n", type=float, default=1e5)
     parser.add_argument("--data-seed", type=int, default=1)
-    parser.add_argument("--samples", type=int, default=4000)
-    parser.add_argument("--nu", type=int, default=8)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1],
-                        help="importance-sampling seeds of the reference")
     parser.add_argument("--recompute", action="store_true", help="ignore the cached references")
     parser.add_argument("--fit", action="store_true")
     parser.add_argument("--sampler-seeds", type=int, nargs="+", default=[0])
@@ -159,12 +135,11 @@ def main():
     args = parser.parse_args()
     n = int(args.n)
     ends = sorted({int(a) for a in args.at if a <= n} | {n})
-    refs = {}
     print(f"{'data':>5} {'N':>8} {'IS log Z':>14} {'std err':>8} {'ESS':>12} {'IS - Laplace':>12}"
           f" {'CPU s':>7}", flush=True)
+    refs = {}
     for end in ends:
-        refs[end] = ref = reference(end, args.data_seed, args.samples, args.nu, args.seeds,
-                                    args.recompute)
+        refs[end] = ref = reference(end, args.data_seed, args.recompute)
         ess = "/".join(f"{e:.0f}" for e in ref["ess"])
         print(f"{args.data_seed:>5d} {end:>8d} {ref['log_z']:>14.3f} {ref['std_err']:>8.3f} "
               f"{ess:>12} {ref['log_z'] - ref['laplace']:>+12.3f} {ref['cpu_s']:>7.1f}",

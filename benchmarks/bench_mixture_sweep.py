@@ -1,13 +1,10 @@
 """EvidenceGMM on mixtures nobody chose: data sets drawn from the paper's prior.
 
-Data seeds ``DATA_SEEDS`` (or ``--held-out``; never used to choose a default) of
-the paper's mixture (K = 5, 2-D, its fixed priors), three sampler seeds each, at
-each ``--n``; with ``--bundled`` iris, wine and breast cancer through
-``StandardScaler`` with the default priors, K = 1..4. Per data set: the seeds'
-log Z +- std, their range, the largest ``|z|`` of a seed against the others'
-mean, the warnings; then the summary counts. ``--time-cap`` stops between data sets.
+Data seeds ``DATA_SEEDS`` (or ``--held-out``) of the paper's mixture at each ``--n``;
+``--bundled``: iris, wine and breast cancer, K = 1..4. ``--time-cap`` stops between data sets.
 """
 
+import itertools
 import math
 import time
 
@@ -23,8 +20,7 @@ from _harness import Timed, arguments, fitted
 # Chosen once, before any run: the sweep's data sets. Never tune on them.
 # The first twenty showed the spread over seeds that independent runs
 # (n_init) answer; the held-out twenty were first run with n_init in place.
-DATA_SEEDS = list(range(1000, 1020))
-HELD_OUT_SEEDS = list(range(2000, 2020))
+DATA_SEEDS, HELD_OUT_SEEDS = list(range(1000, 1020)), list(range(2000, 2020))
 SAMPLER_SEEDS = [0, 1, 2]
 PAPER_PRIORS = dict(n_components=5, mean_prior=0.0, variance_scale=1.0)
 
@@ -53,8 +49,7 @@ def seed_z(values, stds):
 
 def report(name, n, runs):
     """One table row; returns the counts for the summary."""
-    values = [r[0] for r in runs]
-    stds = [r[1] for r in runs]
+    values, stds = [r[0] for r in runs], [r[1] for r in runs]
     warned = [bool(r[2]) for r in runs]
     mean = float(np.mean(values))
     within = sum(abs(v - mean) <= 2 * s for v, s in zip(values, stds))
@@ -67,34 +62,31 @@ def report(name, n, runs):
     return within, len(runs), agree, sum(warned) <= len(runs) // 3
 
 
-def sweep_prior_draws(sizes, seeds, deadline):
+def sweep(cases, deadline):
+    """``(label, X, make)`` cases, three sampler seeds each, until the deadline."""
     counts = []
+    for label, X, make in cases:
+        if time.time() > deadline:
+            print(f"time cap reached before {label}")
+            break
+        counts.append(report(label.split(" at ")[0], X.shape[0],
+                             [fit_once(make, X, seed) for seed in SAMPLER_SEEDS]))
+    return counts
+
+
+def prior_draws(sizes, seeds):
     for n in sizes:
         for data_seed in seeds:
-            if time.time() > deadline:
-                print(f"time cap reached before data seed {data_seed} at n={n}")
-                return counts
-            X = make_gaussian_mixture(n, random_state=data_seed)
-            runs = [fit_once(lambda s: EvidenceGMM(random_state=s, **PAPER_PRIORS), X, seed)
-                    for seed in SAMPLER_SEEDS]
-            counts.append(report(f"prior {data_seed}", n, runs))
-    return counts
+            yield (f"prior {data_seed} at n={n}", make_gaussian_mixture(n, random_state=data_seed),
+                   lambda s: EvidenceGMM(random_state=s, **PAPER_PRIORS))
 
 
-def sweep_bundled(deadline):
-    counts = []
+def bundled():
     for name, load in (("iris", load_iris), ("wine", load_wine),
                        ("breast_cancer", load_breast_cancer)):
-        X = load().data
         for k in (1, 2, 3, 4):
-            if time.time() > deadline:
-                print(f"time cap reached before {name} K={k}")
-                return counts
-            runs = [fit_once(lambda s: make_pipeline(
-                StandardScaler(), EvidenceGMM(n_components=k, random_state=s)), X, seed)
-                for seed in SAMPLER_SEEDS]
-            counts.append(report(f"{name} K={k}", X.shape[0], runs))
-    return counts
+            yield f"{name} K={k}", load().data, lambda s, k=k: make_pipeline(
+                StandardScaler(), EvidenceGMM(n_components=k, random_state=s))
 
 
 def main():
@@ -109,12 +101,10 @@ def main():
     deadline = time.time() + args.time_cap
     print(f"{'data':>16} {'n':>7} " + " ".join(f"{'seed ' + str(s):>20}" for s in SAMPLER_SEEDS))
     seeds = (HELD_OUT_SEEDS if args.held_out else DATA_SEEDS)[:args.datasets]
-    counts = sweep_prior_draws(args.n, seeds, deadline) if args.n else []
-    if args.bundled:
-        counts += sweep_bundled(deadline)
+    counts = sweep(itertools.chain(prior_draws(args.n, seeds), bundled() if args.bundled else ()),
+                   deadline)
     if counts:
-        within = sum(c[0] for c in counts)
-        total = sum(c[1] for c in counts)
+        within, total = sum(c[0] for c in counts), sum(c[1] for c in counts)
         print(f"runs within 2 std of their data set's seed mean: {within}/{total} "
               f"({within / total:.0%}); data sets whose unwarned runs agree within 3 nats: "
               f"{sum(c[2] for c in counts)}/{len(counts)}; at most one seed in three warned: "

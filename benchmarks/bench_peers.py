@@ -1,16 +1,9 @@
 """skevidence side by side with PyMC's ``sample_smc``, on the paper's three models.
 
-Both see the same data and model on one thread; the peer (its defaults) is optional
-(``pip install skevidence[benchmark]``) and runs in a child process under ``--time-cap``
-seconds, so one that is missing, fails or runs too long gets a note (one
-stopped at the cap shows the CPU seconds it used, a lower bound of its
-ratio). References: the closed form (``linear``), importance sampling from a
-Laplace-fitted t (``logistic``, values stored below) and over the
-relabellings of the mode (``gmm``, with its ESS). Columns: wall and CPU
-seconds (PyMC's include the compilers it starts), log Z, its error,
-likelihood evaluations where reported, CPU time relative to skevidence's.
-``Linear`` and :func:`nested_sampling` also give the dynesty runs of
-``bench_linreg.py --dynesty`` and ``paper/evidence_vs_n.py --dynesty linear``.
+Both see the same data and model on one thread; the peer (its defaults, optional:
+``pip install skevidence[benchmark]``) runs in a child process under ``--time-cap``
+wall seconds (one stopped there shows the CPU seconds it used). ``Linear`` and
+:func:`nested_sampling` also give the dynesty runs of the other scripts.
 """
 
 import math
@@ -34,12 +27,7 @@ from _harness import GMM_PAPER, LINEAR_PAPER, Timed, arguments
 LOGISTIC_IS = {1000: -629.39, 10_000: -5664.20}
 
 
-# -- the three problems: data, reference, PyMC model (and dynesty's, for linear) ------------
-
-
 class Linear:
-    name = "linear"
-
     def __init__(self, n, data=None):
         self.X, self.y = make_linear_regression(n, random_state=0) if data is None else data
         self.Phi = np.hstack([self.X, np.ones((n, 1))])
@@ -49,8 +37,7 @@ class Linear:
         return EvidenceLinearRegression(random_state=seed, **LINEAR_PAPER).fit(self.X, self.y)
 
     def reference(self):
-        est = EvidenceLinearRegression(**LINEAR_PAPER)
-        return est.exact_log_evidence(self.X, self.y), "exact"
+        return EvidenceLinearRegression(**LINEAR_PAPER).exact_log_evidence(self.X, self.y), "exact"
 
     def loglike(self, theta):
         r = self.y - self.Phi @ theta
@@ -60,8 +47,7 @@ class Linear:
         from scipy.special import ndtri
         return ndtri(u)
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         with pm.Model() as model:
             beta = pm.Normal("beta", 0.0, 1.0, shape=self.d)
             pm.Normal("y", mu=pm.math.dot(self.Phi, beta), sigma=1.0, observed=self.y)
@@ -69,8 +55,6 @@ class Linear:
 
 
 class Logistic:
-    name = "logistic"
-
     def __init__(self, n):
         self.X, self.y = make_logistic_regression(n, random_state=1)
         self.K, self.p = int(self.y.max()) + 1, self.X.shape[1]
@@ -86,8 +70,7 @@ class Logistic:
         est = importance_sampling(self.X, self.y, self.K, n_samples=max(4000, int(2e8 // n)))
         return est[0], f"IS +-{est[1]:.2f}"
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         with pm.Model() as model:
             W = pm.Normal("W", 0.0, 1.0, shape=(self.K, self.p))
             b = pm.Normal("b", 0.0, 1.0, shape=self.K)
@@ -96,7 +79,6 @@ class Logistic:
 
 
 class Mixture:
-    name = "gmm"
     k = 5
 
     def __init__(self, n):
@@ -113,8 +95,7 @@ class Mixture:
         ref = reference_log_evidence(self.X, GaussianMixtureModel(self.D, self.k, **GMM_PAPER))
         return ref["log_evidence"], f"IS ESS {ref['ess']:.1%}"
 
-    def pymc_model(self):
-        import pymc as pm
+    def pymc_model(self, pm):
         import pytensor.tensor as pt
         with pm.Model() as model:
             w = pm.Dirichlet("w", np.ones(self.k))
@@ -129,15 +110,12 @@ class Mixture:
 PROBLEMS = {"linear": Linear, "logistic": Logistic, "gmm": Mixture}
 
 
-# -- the peer: returns (log Z, likelihood evaluations or None) ------------------------------
-
-
 def run_pymc(problem, seed):
     import logging
 
     import pymc as pm
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    with problem.pymc_model():
+    with problem.pymc_model(pm):
         idata = pm.sample_smc(chains=1, cores=1, random_seed=seed, progressbar=False,
                               compute_convergence_checks=False)
     values = np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)).ravel()
@@ -162,65 +140,53 @@ def nested_sampling(problem, seed):
 RUNNERS = {"pymc": run_pymc}
 
 
-def _cpu_seconds():
-    """CPU time of this process and its finished children (PyMC's C compiler runs)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
-
-
 def _child(runner, problem, seed, queue):
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     devnull = os.open(os.devnull, os.O_WRONLY)  # the peers' own progress output
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
     try:
-        wall, cpu = time.perf_counter(), _cpu_seconds()
-        logz, n_like = runner(problem, seed)
-        queue.put(("ok", logz, n_like, time.perf_counter() - wall, _cpu_seconds() - cpu))
+        queue.put(("ok", *runner(problem, seed)))
     except BaseException:
         queue.put(("error", traceback.format_exc().strip().splitlines()[-1]))
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_capped(runner, problem, seed, cap):
-    """``runner`` in a forked child, killed after ``cap`` wall seconds."""
+    """``runner`` in a forked child, killed after ``cap`` wall seconds: ``("ok", log Z,
+    likelihood evaluations, wall s, CPU s)`` or ``("cap" or "error", note, CPU s)``.
+    The CPU seconds are the child's and those of the children it waited for (compilers)."""
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(runner, problem, seed, queue))
+    wall, cpu = time.perf_counter(), _children_cpu()
     proc.start()
     try:
         result = queue.get(timeout=cap)
+        if result[0] == "ok":
+            result += (time.perf_counter() - wall,)
     except Exception:  # queue.Empty: over the cap
-        result = ("cap", f"over the time cap of {cap:.0f} s wall", _process_cpu_seconds(proc.pid))
-    if proc.is_alive():
-        proc.terminate()
+        result = ("cap", f"over the time cap of {cap:.0f} s wall")
+    proc.terminate()
     proc.join()
-    return result
-
-
-def _process_cpu_seconds(pid):
-    """CPU seconds a running process (and its waited-for children) used so far; None if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
+    return result + (_children_cpu() - cpu,)
 
 
 def main():
     parser = arguments(__doc__)
     parser.add_argument("--models", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
-    parser.add_argument("--sizes", nargs="+", type=float, default=None,
-                        help="default: 1e3 1e4 (and 1e5 for linear)")
+    parser.add_argument("--sizes", nargs="+", type=float, help="default 1e3 1e4 (linear: 1e5 too)")
     parser.add_argument("--peers", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--time-cap", type=float, default=600.0,
-                        help="wall seconds per peer run (default 600)")
+    parser.add_argument("--time-cap", type=float, default=600.0, help="wall seconds per peer run")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    # One small fit first: the process's one-time costs (lazy imports, first
-    # calls of torch's kernels) are not part of any estimate's time.
+    # One small fit first: one-time costs (lazy imports, first kernels) count in no estimate.
     EvidenceLinearRegression(random_state=0).fit(*make_linear_regression(100, random_state=0))
     available = []
     for p in args.peers:
@@ -245,7 +211,7 @@ def main():
                 f"{est.log_evidence_ - ref:>+7.2f} {'-':>10} {1.0:>8.2f}")
             for peer in available:
                 result = run_capped(RUNNERS[peer], problem, args.seed, args.time_cap)
-                if result[0] == "cap" and result[2] is not None:
+                if result[0] == "cap":
                     # a lower bound of the ratio: the CPU it used before the cap
                     row(peer, f"  stopped: {result[1]} after {result[2]:.0f} CPU s "
                         f"(CPU / sk >= {result[2] / sk.cpu:.1f})")

@@ -1,13 +1,7 @@
 """The estimators with their defaults on public real data, as a user fits them.
 
-``make_pipeline(preprocessing, estimator)`` (one-hot categories, ``StandardScaler``)
-on ``diabetes`` (scikit-learn's; ``y`` and ``y x 1000``), ``diamonds`` (ggplot2's,
-price and log price) and ``nass`` (DAAG's ``nassCDS``, death: logistic), the
-Rdatasets CSVs read from ``--data-dir`` (downloaded when missing). References:
-the closed form (linear), importance sampling from a t at the mode (logistic).
-One row per data set and sampler seed: ``log_evidence_``, its error and std, the
-annealing's error and std alone, CPU seconds, warnings; then the seeds' RMS
-error, their SD and the mean std.
+``diabetes``, ``diamonds`` and ``nass`` (the Rdatasets CSVs, downloaded to ``--data-dir``
+when missing) against the closed form or importance sampling at the mode.
 """
 
 import os
@@ -58,19 +52,15 @@ def diamonds(args, log_price):
 def nass(args):
     frame = _csv(args, "DAAG", "nassCDS").dropna(subset=["yearVeh"])
     y = (frame["dead"] == "dead").to_numpy(int)
-    columns = ["dvcat", "airbag", "seatbelt", "frontal", "sex", "ageOFocc", "yearVeh",
-               "occRole", "deploy"]
+    columns = ["dvcat", "airbag", "seatbelt", "frontal", "sex", "ageOFocc", "yearVeh", "occRole",
+               "deploy"]
     return "logistic", _encoded(frame, ["dvcat", "airbag", "seatbelt", "sex", "occRole"]), \
         frame[columns], y
 
 
-DATA = {
-    "diabetes": lambda a: diabetes(a, 1.0),
-    "diabetes-x1000": lambda a: diabetes(a, 1000.0),
-    "diamonds": lambda a: diamonds(a, False),
-    "diamonds-log": lambda a: diamonds(a, True),
-    "nass": nass,
-}
+DATA = {"diabetes": lambda a: diabetes(a, 1.0), "diabetes-x1000": lambda a: diabetes(a, 1000.0),
+        "diamonds": lambda a: diamonds(a, False), "diamonds-log": lambda a: diamonds(a, True),
+        "nass": nass}
 ESTIMATORS = {"linear": EvidenceLinearRegression, "logistic": EvidenceLogisticRegression}
 
 
@@ -78,9 +68,8 @@ def reference(kind, Z, y):
     """The exact or importance-sampling log evidence of the default prior on ``Z``."""
     if kind == "linear":
         return EvidenceLinearRegression().exact_log_evidence(Z, y), "exact"
-    runs = [importance_sampling(Z, y, len(np.unique(y)), n_samples=20_000, seed=s)
-            for s in (0, 1)]
-    (a, se_a, ess_a, _), (b, se_b, ess_b, _) = runs
+    (a, se_a, ess_a, _), (b, se_b, ess_b, _) = (
+        importance_sampling(Z, y, len(np.unique(y)), n_samples=20_000, seed=s) for s in (0, 1))
     return 0.5 * (a + b), f"IS {a:.2f}+-{se_a:.2f}, {b:.2f}+-{se_b:.2f}, ESS {ess_a:.0%}"
 
 

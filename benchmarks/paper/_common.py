@@ -7,6 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+import matplotlib
+import torch
+
+matplotlib.use("Agg")  # the figures are files
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -24,10 +28,8 @@ OUTDIR = ROOT / "docs" / "paper"
 
 # Methods in the order of the tables; SGAIS first (the estimators' default).
 METHODS = ("sgais", "ais", "nested", "smc", "sequential", "sequential-nested", "online-nested")
-# Methods whose estimate for the first n observations is a by-product of a
-# run over more (partial_fit continues them): one run streams the largest N
-# and is read off at every grid point, as the paper did for SGAIS. The
-# others (full-data AIS and NS) are refitted from scratch at every N.
+# Methods whose estimate for the first n observations is a by-product of a run over more:
+# one run streams the largest N (as the paper did for SGAIS); AIS and NS refit at every N.
 ONLINE_METHODS = ("sgais", "smc", "sequential", "sequential-nested", "online-nested")
 
 MODELS = {
@@ -43,8 +45,6 @@ MODELS = {
 def single_thread():
     """One torch thread: the timings are the paper's single-threaded ones."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-
     torch.set_num_threads(1)
 
 
@@ -81,25 +81,20 @@ def fmt(value, spec):
     return value if isinstance(value, str) else format(value, spec)
 
 
-def write_table(rows, columns, stem, formats=None):
+def write_table(rows, columns, stem, formats):
     """Write ``rows`` (dicts) as ``OUTDIR/stem.csv`` and ``.md`` with the ``formats``
     (column -> spec; the CSV keeps the printed rounding); print the markdown."""
-    formats = formats or {}
     OUTDIR.mkdir(parents=True, exist_ok=True)
     cells = [[fmt(row.get(c), formats.get(c, "")) for c in columns] for row in rows]
     with open(OUTDIR / f"{stem}.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(columns)
-        writer.writerows(cells)
-    widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c)
-              for i, c in enumerate(columns)]
+        csv.writer(fh).writerows([columns] + cells)
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths)) + " |",
              "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     lines += ["| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |" for r in cells]
     text = "\n".join(lines)
     (OUTDIR / f"{stem}.md").write_text(text + "\n")
     print(text, flush=True)
-    return text
 
 
 def save_figure(fig, stem):
@@ -107,11 +102,9 @@ def save_figure(fig, stem):
     path = OUTDIR / f"{stem}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
     print(f"wrote {path.relative_to(ROOT)}", flush=True)
-    return path
 
 
 def command_line():
     """The command that produced the outputs, for the tables' footers."""
-    args = " ".join(sys.argv[1:])
     script = Path(sys.argv[0]).resolve().relative_to(ROOT)
-    return f"OMP_NUM_THREADS=1 python {script} {args}".strip()
+    return f"OMP_NUM_THREADS=1 python {script} {' '.join(sys.argv[1:])}".strip()

@@ -1,14 +1,10 @@
 """Paper section 7.1: log Z / N and run time against N, every method on the three models.
 
-References: exact (linear), importance sampling at the mode (logistic), the stored
-dynesty runs (mixture). Paper priors, data seed 1, sampler seed 0; online methods
-stream the largest N once, AIS and NS refit at every N; CPU seconds; a method
-stops growing N after a run over ``--max-seconds``. Writes
-docs/paper/evidence_vs_n.{png,csv,md}, raw JSON per model and method (``--reuse``,
-``--draw-only``) and the speed ratios in evidence_vs_n_speedups.txt.
+References: exact (linear), importance sampling at the mode (logistic), the stored dynesty
+runs (mixture); paper priors, data seed 1, sampler seed 0, CPU seconds. Writes
+docs/paper/evidence_vs_n.{png,csv,md}, raw JSON per model and method and the speed ratios.
 """
 
-import contextlib
 import json
 import signal
 import time
@@ -51,115 +47,97 @@ def references(model, sizes, quick):
 
             # Fewer proposal draws in quick mode; the standard error says how good.
             draws = max(4000, int((2e7 if quick else 2e8) // n))
-            value, se, _, _ = importance_sampling(X, y, len(np.unique(y)), n_samples=draws)
-            out[n] = (value, se, "importance sampling")
-        else:
-            if n in GMM_DYNESTY_REFERENCE:
-                out[n] = (*GMM_DYNESTY_REFERENCE[n], "dynesty")
+            out[n] = (*importance_sampling(X, y, len(np.unique(y)), n_samples=draws)[:2],
+                      "importance sampling")
+        elif n in GMM_DYNESTY_REFERENCE:
+            out[n] = (*GMM_DYNESTY_REFERENCE[n], "dynesty")
     return out
 
 
 class RunTimeout(Exception):
-    """One fit ran past ``--run-timeout``."""
+    """One fit ran past ``--run-timeout`` (or was stopped by hand: ``kill -ALRM``)."""
 
 
-@contextlib.contextmanager
-def deadline(seconds):
-    """Raise :class:`RunTimeout` in the main thread after ``seconds`` (SIGALRM)."""
-    def expire(signum, frame):
-        raise RunTimeout
+def _expire(signum, frame):
+    raise RunTimeout
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(max(1, int(seconds)))
+
+def timed_fit(est, X, y, timeout, **kwargs):
+    """``C.fit_timed`` raising :class:`RunTimeout` after ``timeout`` seconds (SIGALRM)."""
+    previous = signal.signal(signal.SIGALRM, _expire)
+    signal.alarm(max(1, int(timeout)))
     try:
-        yield
+        return C.fit_timed(est, X, y, **kwargs)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_online(cls, method, params, data, sizes, args):
-    """Stream the largest N through ``partial_fit``, read off at every grid point: ``{N: (log
-    Z, std, seconds, warnings)}``, the trace and the N past ``--run-timeout`` (or None)."""
-    X, y = data(sizes[-1])
+def streamed(cls, method, params, X, y, timeout):
+    """An estimator that ``partial_fit`` streams through, and ``fit_at(n)``: feed it up to
+    observation n; the seconds are summed over the stream."""
     est = C.make_estimator(cls, method, params, random_state=0)
     # A classifier's first partial_fit must know every class.
     kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
-    results, total, start, timed_out = {}, 0.0, 0, None
-    for n in sizes:
-        try:
-            with deadline(args.run_timeout):
-                seconds, caught = C.fit_timed(est, X[start:n], None if y is None else y[start:n],
-                                              how="partial_fit", **kwargs)
-        except RunTimeout:  # partial_fit restored the estimator as it was
-            timed_out = n
-            break
-        total += seconds
-        start = n
-        results[n] = (est.log_evidence_, C.std_of(est), total, len(caught))
-        if total > args.max_seconds:
-            break
-    trace = getattr(est, "evidence_trace_", None)
-    trace = None if trace is None else (trace["n_seen"], trace["log_evidence"])
-    return results, trace, timed_out
+    done = [0, 0.0]  # observations fed, seconds
+
+    def fit_at(n):  # on a timeout, partial_fit restored the estimator as it was
+        seconds, caught = timed_fit(est, X[done[0]:n], None if y is None else y[done[0]:n],
+                                    timeout, how="partial_fit", **kwargs)
+        done[:] = n, done[1] + seconds
+        return est.log_evidence_, C.std_of(est), done[1], len(caught)
+    return est, fit_at
 
 
-def run_refits(cls, method, params, data, sizes, args):
-    """Fit from scratch at every N until one fit took longer than ``max_seconds``."""
-    results, timed_out = {}, None
-    for n in sizes:
-        X, y = data(n)
-        est = C.make_estimator(cls, method, params, random_state=0)
-        try:
-            with deadline(args.run_timeout):
-                seconds, caught = C.fit_timed(est, X, y)
-        except RunTimeout:
-            timed_out = n
-            break
-        results[n] = (est.log_evidence_, C.std_of(est), seconds, len(caught))
-        if seconds > args.max_seconds:
-            break
-    return results, None, timed_out
+def refit(cls, method, params, X, y, timeout):
+    est = C.make_estimator(cls, method, params, random_state=0)
+    seconds, caught = timed_fit(est, X, y, timeout)
+    return est.log_evidence_, C.std_of(est), seconds, len(caught)
 
 
-def run_dynesty(data, sizes, args):
-    """dynesty's static nested sampling (500 live points), the bench_*.py settings, per N."""
-    results = {}
-    for n in sizes:
-        X, y = data(n)
-        t = time.process_time()
-        from bench_peers import Linear, nested_sampling
+def dynesty_fit(X, y):
+    """dynesty's static nested sampling (500 live points), the bench_*.py settings."""
+    t = time.process_time()
+    from bench_peers import Linear, nested_sampling
 
-        log_z, err, _, _ = nested_sampling(Linear(n, data=(X, y)), 0)
-        seconds = time.process_time() - t
-        results[n] = (log_z, err, seconds, 0)
-        if seconds > args.max_seconds:
-            break
-    return results, None, None
+    log_z, err, _, _ = nested_sampling(Linear(len(y), data=(X, y)), 0)
+    return log_z, err, time.process_time() - t, 0
 
 
 def run_method(model, method, sizes, args):
-    """One method on one model: ``{"status", "results": {N: [log Z, std, seconds,
-    warnings]}, "trace": the online run's [n_seen, log_evidence]}`` (JSON-ready)."""
+    """One method on one model, at every N until one run took over ``--max-seconds`` or
+    timed out (online methods stream the largest N once): ``{"status", "results": {N: [log
+    Z, std, seconds, warnings]}, "trace": the online run's [n_seen, log_evidence]}``."""
     cls, params, data = C.MODELS[model]
     status = "available" if method == "dynesty" else C.method_status(cls, method)
     if status != "available":
         return {"status": status, "results": {}, "trace": None}
+    est, results, timed_out = None, {}, None
     try:
         if method == "dynesty":
-            results, trace, timed_out = run_dynesty(data, sizes, args)
+            fit_at = lambda n: dynesty_fit(*data(n))  # noqa: E731
+        elif method in C.ONLINE_METHODS:
+            est, fit_at = streamed(cls, method, params, *data(sizes[-1]), args.run_timeout)
         else:
-            runner = run_online if method in C.ONLINE_METHODS else run_refits
-            results, trace, timed_out = runner(cls, method, params, data, sizes, args)
+            fit_at = lambda n: refit(cls, method, params, *data(n), args.run_timeout)  # noqa
+        for n in sizes:
+            try:
+                results[n] = fit_at(n)
+            except RunTimeout:
+                timed_out = n
+                break
+            if results[n][2] > args.max_seconds:
+                break
     except Exception as exc:  # one failing method must not lose the others' rows
         return {"status": f"failed: {type(exc).__name__}: {str(exc)[:80]}", "results": {},
                 "trace": None}
-    results = {str(n): [float(v) for v in r] for n, r in results.items()}
-    trace = None if trace is None else [np.asarray(t, float).tolist() for t in trace]
     if not results:
         return {"status": f"timed out (one run at N = {timed_out} > {args.run_timeout:g} s)",
                 "results": {}, "trace": None}
-    return {"status": "ok", "results": results, "trace": trace,
+    trace = getattr(est, "evidence_trace_", None)
+    return {"status": "ok", "results": {str(n): [float(v) for v in r] for n, r in results.items()},
+            "trace": None if trace is None else [np.asarray(trace[k], float).tolist()
+                                                 for k in ("n_seen", "log_evidence")],
             "max_seconds": args.max_seconds, "timed_out": timed_out,
             "run_timeout": args.run_timeout}
 
@@ -172,48 +150,37 @@ def table_rows(model, sizes, refs, runs):
             continue
         for n in sizes:
             row = {"model": model, "method": method, "N": n}
-            if str(n) not in run["results"]:
-                if n == run.get("timed_out"):
-                    # stop_note: a run stopped by hand (kill -ALRM, which the deadline
-                    # handles like --run-timeout: the smaller N are kept).
-                    row["status"] = run.get("stop_note",
-                                            f"stopped after {run['run_timeout']:g} s")
-                else:
-                    row["status"] = f"not run (> {run['max_seconds']:g} s at a smaller N)"
-                rows.append(row)
+            rows.append(row)
+            if str(n) not in run["results"]:  # stop_note: a run stopped by hand (kill -ALRM)
+                row["status"] = (run.get("stop_note", f"stopped after {run['run_timeout']:g} s")
+                                 if n == run.get("timed_out")
+                                 else f"not run (> {run['max_seconds']:g} s at a smaller N)")
                 continue
             log_z, std, seconds, n_warn = run["results"][str(n)]
             row.update({"log Z": log_z, "log Z / N": log_z / n, "log Z std": std,
-                        "CPU s": seconds, "status": "ok"})
-            if n_warn:
-                row["status"] = f"ok, {n_warn:g} warning(s)"
+                        "CPU s": seconds, "status": f"ok, {n_warn:g} warning(s)" if n_warn
+                        else "ok"})
             if n in refs:
                 ref, _, source = refs[n]
                 row.update({"reference": ref, "ref. source": source, "error": log_z - ref,
                             "relative error": abs(log_z - ref) / abs(ref)})
-            rows.append(row)
     return rows
 
 
 def plot(store, models):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg, set by _common
 
     fig, axes = plt.subplots(len(models), 3, figsize=(13, 3.3 * len(models)), squeeze=False)
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colours = dict(zip(C.METHODS + ("dynesty",), cycle))
+    colours = dict(zip(C.METHODS + ("dynesty",), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     for (ax_z, ax_err, ax_t), model in zip(axes, models):
         refs = {int(n): v for n, v in store[model]["refs"].items()}
         for method, run in store[model]["runs"].items():
             if run["status"] != "ok":
                 continue
-            results, trace = run["results"], run["trace"]
+            results, trace, c = run["results"], run["trace"], colours[method]
             ns = np.array(sorted(int(n) for n in results))
-            log_z = np.array([results[str(n)][0] for n in ns])
-            seconds = np.array([results[str(n)][2] for n in ns])
-            c = colours[method]
+            log_z, seconds = np.array([results[str(n)] for n in ns])[:, [0, 2]].T
+            style = "o-" if trace is not None else "s--"
             if trace is not None:  # an online run: its estimate after every chunk
                 n_seen, trace_z = np.array(trace)
                 ax_z.plot(n_seen, trace_z / n_seen, color=c, lw=1, label=method)
@@ -223,14 +190,12 @@ def plot(store, models):
             with_ref = [i for i, n in enumerate(ns) if n in refs]
             if with_ref:
                 err = log_z[with_ref] - np.array([refs[n][0] for n in ns[with_ref]])
-                ax_err.plot(ns[with_ref], err, "o-" if trace is not None else "s--", color=c,
-                            label=method)
-            ax_t.plot(ns, seconds, "o-" if trace is not None else "s--", color=c, label=method)
+                ax_err.plot(ns[with_ref], err, style, color=c, label=method)
+            ax_t.plot(ns, seconds, style, color=c, label=method)
         if refs:
             rn = np.array(sorted(refs))
-            rv = np.array([refs[n][0] for n in rn])
+            rv, se = np.array([refs[n][:2] for n in rn], dtype=float).T
             ax_z.plot(rn, rv / rn, "kx", ms=7, label=refs[rn[0]][2].split(" (")[0])
-            se = np.array([refs[n][1] for n in rn])
             ax_err.fill_between(rn, -2 * se, 2 * se, color="0.8", label="reference +- 2 s.e.")
             if model == "gmm":
                 other = [n for n in rn if n in GMM_SMC_REFERENCE]
@@ -253,8 +218,7 @@ def plot(store, models):
 
 def speedups(rows):
     """Lines saying how many times slower each method was than SGAIS at the largest common N."""
-    lines = []
-    by = {}
+    lines, by = [], {}
     for r in rows:
         if r.get("status", "").startswith("ok"):
             by.setdefault((r["model"], r["method"]), {})[r["N"]] = r["CPU s"]
@@ -284,27 +248,22 @@ def main():
     parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="the small grids of docs/paper")
     parser.add_argument("--models", nargs="+", choices=list(C.MODELS), default=list(C.MODELS))
-    parser.add_argument("--max-seconds", type=float, default=None,
-                        help="no larger N for a method after a run this long "
-                             "(CPU seconds; default 30 with --quick, 1200 otherwise)")
+    parser.add_argument("--max-seconds", type=float, help="no larger N for a method after a "
+                        "run this long (CPU s; default 30 with --quick, 1200 otherwise)")
     parser.add_argument("--dynesty", nargs="*", choices=["linear"], default=[],
                         help="also run dynesty (external nested sampling, 500 live points)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the stored runs that finished (same grid) and run the others")
-    parser.add_argument("--run-timeout", type=float, default=None,
-                        help="stop a single fit after this many wall-clock seconds "
-                             "(default 20 x --max-seconds: a loaded machine)")
-    parser.add_argument("--methods", nargs="+", default=None,
-                        help="run only these methods (others are kept from --reuse or "
-                             "listed as not run)")
+    parser.add_argument("--run-timeout", type=float, help="stop a single fit after this many "
+                        "wall-clock seconds (default 20 x --max-seconds: a loaded machine)")
+    parser.add_argument("--methods", nargs="+", help="run only these methods (others are "
+                        "kept from --reuse or listed as not run)")
     parser.add_argument("--draw-only", action="store_true",
                         help="run nothing: draw the table and figure from the raw results")
     args = parser.parse_args()
     args.reuse = args.reuse or args.draw_only
-    if args.max_seconds is None:
-        args.max_seconds = 30.0 if args.quick else 1200.0
-    if args.run_timeout is None:
-        args.run_timeout = 20 * args.max_seconds
+    args.max_seconds = args.max_seconds or (30.0 if args.quick else 1200.0)
+    args.run_timeout = args.run_timeout or 20 * args.max_seconds
     C.single_thread()
     grid = GRIDS["quick" if args.quick else "full"]
     store, rows, t0 = {}, [], time.perf_counter()
@@ -312,8 +271,7 @@ def main():
         sizes = grid[model]
         refs, stored = load_raw(model, sizes) if args.reuse else (None, {})
         refs = references(model, sizes, args.quick) if refs is None else refs
-        saved = {str(n): list(v) for n, v in refs.items()}
-        runs = {}
+        saved, runs = {str(n): list(v) for n, v in refs.items()}, {}
         for method in list(C.METHODS) + (["dynesty"] if model in args.dynesty else []):
             prev = stored.get(method)
             if args.draw_only or (method not in args.methods if args.methods

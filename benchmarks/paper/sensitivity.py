@@ -1,14 +1,8 @@
 """Paper section 7.3: sensitivity of SGAIS to its settings, one at a time around the defaults.
 
-The particles, target ESS, learning rate, burn-in steps, batch size, and
-the learning rate with ``learning_rate * n_burnin`` held at 2, each varied
-around the defaults on linear regression (exact evidence) and logistic
-regression (importance sampling at the mode), data seed 1, over
-``--seeds`` sampler seeds (``--quick``: smaller N and fewer seeds). Columns:
-mean error and its spread, mean relative error, mean std, CPU seconds,
-annealing steps, ConvergenceWarnings. Writes
-docs/paper/sensitivity.{png,csv,md} and the raw results per model as JSON
-(``--reuse`` continues from them).
+On linear (exact evidence) and logistic regression (importance sampling at the mode), data
+seed 1, over ``--seeds`` sampler seeds. Writes docs/paper/sensitivity.{png,csv,md} and the
+raw results per model as JSON.
 """
 
 import json
@@ -34,7 +28,7 @@ SIZES = {"quick": {"linear": 5000, "logistic": 2000},
          "full": {"linear": 20_000, "logistic": 10_000}}
 COLUMNS = ["model", "N", "parameter", "value", "mean error", "error sd", "relative error",
            "mean log Z std", "CPU s", "annealing steps", "warned runs"]
-FORMATS = {"mean error": "+.2f", "error sd": ".2f", "relative error": ".1e",
+FORMATS = {"value": "g", "mean error": "+.2f", "error sd": ".2f", "relative error": ".1e",
            "mean log Z std": ".2f", "CPU s": ".1f", "annealing steps": ".0f"}
 
 
@@ -43,6 +37,10 @@ def settings(parameter, value):
     if parameter.startswith("learning_rate (x"):
         return {"learning_rate": value, "n_burnin": int(round(2.0 / value))}
     return {parameter: value}
+
+
+def point_key(kwargs):
+    return json.dumps(sorted({**DEFAULTS, **kwargs}.items()))
 
 
 def reference(model, X, y):
@@ -57,7 +55,7 @@ def reference(model, X, y):
 
 def run_point(model, X, y, ref, kwargs, seeds, cache):
     """Errors, stds, CPU times, steps and warnings over the seeds (cached by setting)."""
-    key = json.dumps(sorted({**DEFAULTS, **kwargs}.items()))
+    key = point_key(kwargs)
     if key in cache:
         return cache[key]
     cls, params, _ = C.MODELS[model]
@@ -65,24 +63,19 @@ def run_point(model, X, y, ref, kwargs, seeds, cache):
     for seed in range(seeds):
         est = C.make_estimator(cls, "sgais", params, random_state=seed, **kwargs)
         seconds, caught = C.fit_timed(est, X, y)
-        out["error"].append(est.log_evidence_ - ref)
-        out["std"].append(C.std_of(est))
-        out["time"].append(seconds)
-        out["steps"].append(int(est.evidence_trace_["n_annealing_steps"].sum()))
+        for k, v in (("error", est.log_evidence_ - ref), ("std", C.std_of(est)), ("time", seconds),
+                     ("steps", int(est.evidence_trace_["n_annealing_steps"].sum()))):
+            out[k].append(v)
         out["warned"] += any("trustworthy" in m or "n_particles" in m for m in caught)
     cache[key] = out
     return out
 
 
-def plot(rows, parameters):
-    import matplotlib
+def plot(rows):
+    import matplotlib.pyplot as plt  # Agg, set by _common
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(3, len(parameters), figsize=(3.1 * len(parameters), 8),
-                             squeeze=False)
-    for j, parameter in enumerate(parameters):
+    fig, axes = plt.subplots(3, len(GRID), figsize=(3.1 * len(GRID), 8), squeeze=False)
+    for j, parameter in enumerate(GRID):
         for model, marker in (("linear", "o-"), ("logistic", "s--")):
             sel = [r for r in rows if r["model"] == model and r["parameter"] == parameter]
             if not sel:
@@ -101,9 +94,8 @@ def plot(rows, parameters):
         axes[0, j].set_title(parameter, fontsize=9)
         axes[2, j].set_xlabel(parameter.split(" ")[0], fontsize=8)
     axes[0, 0].set_ylabel("log Z - reference (nats)\nmean +- sd over seeds")
-    axes[1, 0].set_ylabel("fit time (CPU s)")
+    axes[1, 0].set(ylabel="fit time (CPU s)", yscale="log")
     axes[2, 0].set_ylabel("annealing steps (total)")
-    axes[1, 0].set_yscale("log")
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("Cameron, Eggers & Kroon (2019) section 7.3 on this machine: one setting "
                  "varied around the defaults (dotted)", fontsize=10)
@@ -114,15 +106,13 @@ def plot(rows, parameters):
 def main():
     parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="small N, 2 / 1 seeds (docs/paper)")
-    parser.add_argument("--seeds", type=int, default=None, help="sampler seeds 0..seeds-1")
+    parser.add_argument("--seeds", type=int, help="sampler seeds 0..seeds-1")
     parser.add_argument("--models", nargs="+", choices=["linear", "logistic"],
                         default=["linear", "logistic"])
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep the settings already in sensitivity.MODEL.json (same N and "
-                             "seeds) and run only the others")
+    parser.add_argument("--reuse", action="store_true", help="keep the settings already in "
+                        "sensitivity.MODEL.json (same N and seeds), run the others")
     parser.add_argument("--draw-only", action="store_true",
                         help="run nothing: draw the table and figure from the raw results")
-    parser.add_argument("--parameters", nargs="+", choices=list(GRID), default=list(GRID))
     args = parser.parse_args()
     args.reuse = args.reuse or args.draw_only
     # Quick mode: 2 seeds of the linear model, 1 of the (slower) logistic model.
@@ -133,8 +123,7 @@ def main():
     for model in args.models:
         seeds = args.seeds or seed_counts[model]
         X, y = C.MODELS[model][2](sizes[model])
-        # One file of raw results per model: models can run in parallel
-        # processes, and --reuse continues or redraws from them.
+        # One file of raw results per model: models can run in parallel processes.
         raw = C.OUTDIR / f"sensitivity.{model}.json"
         store = json.loads(raw.read_text()) if args.reuse and raw.exists() else {}
         if args.draw_only and not store:
@@ -143,13 +132,12 @@ def main():
             store = {"N": sizes[model], "seeds": seeds, "reference": reference(model, X, y),
                      "points": {}}
         ref = store["reference"]
-        for parameter in args.parameters:
+        for parameter in GRID:
             for value in GRID[parameter]:
-                key = json.dumps(sorted({**DEFAULTS, **settings(parameter, value)}.items()))
-                if args.draw_only and key not in store["points"]:
+                kwargs = settings(parameter, value)
+                if args.draw_only and point_key(kwargs) not in store["points"]:
                     continue  # not measured in the runs drawn from
-                res = run_point(model, X, y, ref, settings(parameter, value), seeds,
-                                store["points"])
+                res = run_point(model, X, y, ref, kwargs, seeds, store["points"])
                 C.OUTDIR.mkdir(parents=True, exist_ok=True)
                 raw.write_text(json.dumps(store, indent=1))
                 err = np.array(res["error"])
@@ -157,18 +145,12 @@ def main():
                              "value": value, "mean error": err.mean(),
                              "error sd": err.std(ddof=1) if err.size > 1 else float("nan"),
                              "relative error": np.abs(err).mean() / abs(ref),
-                             "mean log Z std": float(np.mean(res["std"])),
-                             "CPU s": float(np.mean(res["time"])),
-                             "annealing steps": float(np.mean(res["steps"])),
+                             "mean log Z std": np.mean(res["std"]), "CPU s": np.mean(res["time"]),
+                             "annealing steps": np.mean(res["steps"]),
                              "warned runs": f"{res['warned']}/{seeds}"})
-            print(f"[{model} {parameter} done after {time.perf_counter() - t0:.0f} s]",
-                  flush=True)
-    for r in rows:
-        r["value"] = f"{r['value']:g}"
+            print(f"[{model} {parameter}: {time.perf_counter() - t0:.0f} s]", flush=True)
     C.write_table(rows, COLUMNS, "sensitivity", FORMATS)
-    for r in rows:
-        r["value"] = float(r["value"])
-    C.save_figure(plot(rows, args.parameters), "sensitivity")
+    C.save_figure(plot(rows), "sensitivity")
 
 
 if __name__ == "__main__":
