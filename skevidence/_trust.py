@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .inference import importance, importance_steps, mode_search, posterior_gap, sgais
 from .inference.importance import ImportanceEstimate
+from .models.base import has_mode_search
 
 __all__ = ["TrustDiagnosticsMixin", "combined_estimate"]
 
@@ -196,12 +197,17 @@ class TrustDiagnosticsMixin:
         state, model = self._state, self._model
         if not (importance.applies(model) and state.reservoir.size == state.n_seen > 0):
             return None
+        store = state.reservoir.data()
         with torch.no_grad():
+            starts = None
+            if has_mode_search(model):  # modes that no particle holds join the proposal
+                starts = model.mode_candidates(state.theta[int(W.argmax())], store,
+                                               state.side_generator(3))
             estimate = importance.importance_log_evidence(
-                model, state.theta, W, state.reservoir.data(), IMPORTANCE_DRAWS,
+                model, state.theta, W, store, IMPORTANCE_DRAWS,
                 state.side_generator(0), start=state.fold_mode,
                 min_effective=IMPORTANCE_MIN_EFFECTIVE, max_draws=IMPORTANCE_MAX_DRAWS,
-                bound_where_spread=True)
+                bound_where_spread=True, starts=starts)
         return ImportanceCheck(estimate, float(state.debiased_log_evidence),
                                float(state.log_evidence_std), state.fold_var)
 
@@ -311,8 +317,17 @@ class TrustDiagnosticsMixin:
             return
         if estimate.lower_bound and annealed >= estimate.log_evidence:
             return
-        mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
-                                                      estimate.std)
+        # On a posterior with modes that are not relabellings of one another, the
+        # annealing weighs them by where its particles happened to be when the
+        # data parted them (its moves do not cross between them), an error its
+        # std does not hold; the check weighs every mode it found, and stands
+        # where the minor modes' share is more than that std.
+        several_modes = -math.log1p(-min(estimate.minor_share, 0.5)) > std
+        if several_modes and not estimate.lower_bound:
+            mean, combined_std, ratio = estimate.log_evidence, estimate.std, math.nan
+        else:
+            mean, combined_std, ratio = combined_estimate(annealed, std, estimate.log_evidence,
+                                                          estimate.std)
         if estimate.lower_bound:
             # A bound moves the estimate up to where the run's mass is known to
             # be, but makes the run no surer of the mass the bound's t misses.

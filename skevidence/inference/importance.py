@@ -10,17 +10,20 @@ observations there are, so a few dozen draws give a tenth of a nat or so
 (docs: benchmarks, Logistic regression). The annealing path's error instead
 accrues with every decade of data.
 
-It applies where the posterior has a single mode (``Model.unimodal``) or a
-single mode up to relabellings of the parameters (``Model.relabelling_maps``:
-a mixture's components), whose copies the proposal then covers all
-alike. A model with several genuinely different modes (a mixture with more
-components than the data show) would have one mode's estimate miss the
-others' mass while its weights look healthy; that is seen in the particles,
-which then spread over more than the Gaussian at the mode holds (models
-that declare one mode are taken at their word). There the estimate is
-made only where asked for as a bound (``bound_where_spread``): it is then
-of the mass that the t covers, which, up to its error, is at most the
-evidence (``ImportanceEstimate.lower_bound``).
+It applies where the posterior has a single mode (``Model.unimodal``) or
+modes whose relabelled copies (``Model.relabelling_maps``: a mixture's
+components) the proposal then covers all alike. A mixture's posterior can
+also hold modes that are not relabellings of one another (two arrangements
+of its components that explain the data almost equally well), and a t at
+one misses the others' mass while its weights look healthy. The particles
+that the annealing left on each tell them apart once climbed
+(:func:`_modes_held`): the proposal is then a mixture of t's, one at each
+mode they reach, weighted by its Laplace mass. Where some particles reach
+none of those (more modes than it takes, or a climb that fails), the
+estimate is made only where asked for as a bound (``bound_where_spread``):
+it is then of the mass that the t's cover, which, up to its error, is at
+most the evidence (``ImportanceEstimate.lower_bound``); models that declare
+one mode are taken at their word.
 The curvature that shapes the climb's steps and the proposal is taken
 near the mode (``curvature``).
 """
@@ -33,7 +36,7 @@ import torch
 from ..models.batches import SUM_ROWS, cast_batch, row_blocks
 from . import relabelling
 from .curvature import curvature_near_mode, whole_store_curvature
-from .posterior_gap import maximize
+from .posterior_gap import log_posterior_and_grad, maximize
 
 __all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "importance_draws",
            "importance_at", "applies", "within_reach"]
@@ -41,14 +44,15 @@ __all__ = ["ImportanceEstimate", "ImportanceDraws", "importance_log_evidence", "
 # Degrees of freedom of the proposal: tails heavier than a near-Gaussian
 # posterior's, so the weights stay bounded, yet few draws wasted in them.
 NU = 8
+# The modes found cover the particles where at most CLOUD_OUTSIDE of their
+# weight, climbed, lies beyond the 1 - 1e-4 quantile of the squared Mahalanobis
+# distance of posterior draws (chi-square, d degrees of freedom) from every one
+# of them: a mode missed puts a whole group there; a healthy cloud about 1e-4
+# of its weight.
+CLOUD_OUTSIDE = 0.05
 # Newton steps that predict a rise below this many nats go untested on a
 # single-precision store, whose log density errs by a part of that at 1e6 rows.
 SINGLE_UNCHECKED_RISE = 1.0
-# The particles hold one mode where at most CLOUD_OUTSIDE of their weight lies
-# beyond the 1 - 1e-4 quantile of the squared Mahalanobis distance of posterior
-# draws (chi-square, d degrees of freedom) from the cloud's mean: a cloud split
-# between modes puts a whole group there; a healthy one about 1e-4 of its weight.
-CLOUD_OUTSIDE = 0.05
 
 
 def applies(model):
@@ -63,9 +67,11 @@ class ImportanceEstimate:
     delta-method standard deviation ``sqrt(1 / ESS - 1 / n_draws)``, the ESS
     as a fraction of the draws, the proposal's location (the mode it
     climbed to, where it climbed) and the number of draws. ``lower_bound``:
-    the particles spread over more than the mode's t holds, so the estimate
-    is of the mass near that mode alone, up to its error at most the
-    evidence."""
+    the particles spread over more than the modes' t's hold, so the estimate
+    is of the mass near those modes alone, up to its error at most the
+    evidence. ``minor_share``: the proposal's weight beyond its heaviest mode
+    (by the modes' Laplace masses; 0 for one mode up to relabellings): the
+    share of the evidence in modes that the annealing weighs by chance."""
 
     log_evidence: float
     std: float
@@ -73,6 +79,7 @@ class ImportanceEstimate:
     mode: torch.Tensor | None = None
     n_draws: int | None = None
     lower_bound: bool = False
+    minor_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,25 @@ class ImportanceDraws:
     log_weights: torch.Tensor  # [n_draws]
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """A mixture of t's: one at each of ``modes [J, d]`` with the Cholesky factor
+    ``chols [J, d, d]`` of the posterior precision there as the inverse of its scale
+    matrix, weighted by ``exp(log_pi) [J]``; each t copied over the model's relabellings."""
+
+    modes: torch.Tensor
+    chols: torch.Tensor
+    log_pi: torch.Tensor
+
+    @classmethod
+    def at(cls, mode, chol):
+        """The t at one mode."""
+        return cls(mode[None], chol[None], mode.new_zeros(1))
+
+
 def importance_log_evidence(model, particles, weights, store, n_draws, generator, start=None,
-                            min_effective=0.0, max_draws=None, bound_where_spread=False):
+                            min_effective=0.0, max_draws=None, bound_where_spread=False,
+                            starts=None):
     """Importance-sampling estimate of ``log p(store)`` from a t at the mode near the particles.
 
     ``particles [M, d]`` with normalised ``weights [M]`` (one particle, weight
@@ -102,16 +126,18 @@ def importance_log_evidence(model, particles, weights, store, n_draws, generator
     where the curvature
     is not available or not positive definite, the log density is not
     finite, or (for a model not declared unimodal) the particles spread over
-    more than one mode, unless ``bound_where_spread``: then the estimate is
-    made and marked a ``lower_bound``.
+    more than the modes found, unless ``bound_where_spread``: then the estimate is
+    made and marked a ``lower_bound``. ``starts [S, d]`` (a model not declared
+    unimodal): points of a search for other modes, climbed with the particles;
+    the modes they reach join the proposal.
     """
     found = importance_draws(model, particles, weights, store, n_draws, generator, start,
-                             min_effective, max_draws, bound_where_spread)
+                             min_effective, max_draws, bound_where_spread, starts)
     return None if found is None else found.estimate
 
 
 def importance_draws(model, particles, weights, store, n_draws, generator, start=None,
-                     min_effective=0.0, max_draws=None, bound_where_spread=False):
+                     min_effective=0.0, max_draws=None, bound_where_spread=False, starts=None):
     """The :class:`ImportanceDraws` of :func:`importance_log_evidence`, or None where it
     gives none."""
     dtype = _store_dtype(store)
@@ -127,22 +153,28 @@ def importance_draws(model, particles, weights, store, n_draws, generator, start
     mode, chol = climbed
     # A declared single mode needs no evidence from the particles
     # (which may lag or spread wide: what the estimate is there to check).
-    one_mode = bool(model.unimodal) or _one_mode(aligned, weights, chol, maps)
-    if not (one_mode or bound_where_spread):
+    if model.unimodal:
+        proposal, every = Proposal.at(mode, chol), True
+    else:
+        proposal, every = _modes_held(model, mode, chol, aligned, weights, maps, store, dtype,
+                                      starts)
+    if not (every or bound_where_spread):
         return None
-    theta, log_w = _weighted_draws(model, mode, chol, maps, store, n_draws, generator)
+    theta, log_w = _weighted_draws(model, proposal, maps, store, n_draws, generator)
     max_draws = n_draws if max_draws is None else max_draws
     # Draws from one proposal are independent alike: the pool's weights give
     # one estimate, whose ESS grows with it where the weights' variance is finite
     # (the t's tails are heavier than the posterior's).
     while (bool(torch.isfinite(log_w).all()) and log_w.shape[0] < max_draws
            and _effective_draws(log_w) < min_effective):
-        more = _weighted_draws(model, mode, chol, maps, store,
+        more = _weighted_draws(model, proposal, maps, store,
                                min(log_w.shape[0], max_draws - log_w.shape[0]), generator)
         theta, log_w = torch.cat([theta, more[0]]), torch.cat([log_w, more[1]])
     if not bool(torch.isfinite(log_w).all()):
         return None
-    return ImportanceDraws(_estimate(log_w, mode, lower_bound=not one_mode), theta, log_w)
+    minor = 1.0 - float(proposal.log_pi.exp().max())
+    return ImportanceDraws(_estimate(log_w, mode, lower_bound=not every, minor_share=minor),
+                           theta, log_w)
 
 
 def _effective_draws(log_w):
@@ -266,7 +298,8 @@ def importance_at(model, point, store, n_draws, generator):
     if chol is None:
         return None
     maps = model.relabelling_maps(torch.float64, point.device)
-    theta, log_w = _weighted_draws(model, point, chol, maps, store, n_draws, generator)
+    theta, log_w = _weighted_draws(model, Proposal.at(point, chol), maps, store, n_draws,
+                                   generator)
     if not bool(torch.isfinite(log_w).all()):
         return None
     return ImportanceDraws(_estimate(log_w, point), theta, log_w)
@@ -306,13 +339,103 @@ def _store_dtype(store):
     return next(t.dtype for t in store if t.is_floating_point())
 
 
-def _one_mode(aligned, weights, chol, maps):
-    """Whether the particles sit around one mode: at most CLOUD_OUTSIDE of their weight
-    further from their mean, in the metric of the posterior's curvature ``chol chol^T``
-    and in the relabelling that brings each nearest, than posterior draws go."""
-    centred = relabelling.relabelled(aligned, maps) - weights @ aligned
-    near = _within_draws(centred, chol).any(1)  # in some relabelling
-    return float(weights[~near].sum()) <= CLOUD_OUTSIDE
+def _modes_held(model, mode, chol, aligned, weights, maps, store, dtype, starts=None,
+                max_modes=4):
+    """``(proposal, covered)``: the :class:`Proposal` over the modes that the particles
+    and ``starts`` climb to, ``mode`` (with its factor ``chol``) first, each weighted by
+    its Laplace mass; ``covered``: whether at most CLOUD_OUTSIDE of the particles'
+    weight lies beyond the reach of posterior draws around every one of them.
+
+    Particles on two modes that are not relabellings of one another lie within reach
+    of posterior draws around either (the chi-square's quantile in d dimensions is
+    wide), so they are told apart by where they climb (:func:`_climbed_together`): one
+    on a mode ends within a posterior standard deviation of it, in the metric of the
+    curvature there and the relabelling that brings it nearest. The best point that
+    reached no mode found so far climbs on by Newton's method to another, at most
+    ``max_modes`` in all.
+    """
+    live = weights > 0
+    points = aligned[live]
+    n_particles = points.shape[0]
+    if starts is not None:
+        points = torch.cat([points, relabelling.aligned(starts.to(points), mode, maps)])
+    points, log_p = _climbed_together(model, points, chol, store, dtype)
+    modes, chols = [mode], [chol]
+    left = ~_near(points, mode, chol, maps)
+    for _ in range(2 * max_modes):  # each pass settles at least the best point left
+        if not bool(left.any()) or len(modes) == max_modes:
+            break
+        best = int(torch.where(left, log_p, torch.full_like(log_p, -math.inf)).argmax())
+        left[best] = False
+        climbed = _climb(model, points[best], None, store, dtype)
+        if climbed is None:
+            continue
+        # The curvature at the mode itself, for its t and its Laplace mass (the
+        # climb's may be from where it started).
+        found, chol_found = climbed[0], curvature_near_mode(model, climbed[0], store, dtype)
+        if chol_found is None:
+            continue
+        if not any(bool(_near(found[None], m, L, maps)[0]) for m, L in zip(modes, chols)):
+            modes.append(found)
+            chols.append(chol_found)
+        left &= ~_near(points, found, chol_found, maps)
+    particles = points[:n_particles]
+    reached = torch.stack([_within_draws(relabelling.aligned(particles, m, maps) - m, L)
+                           for m, L in zip(modes, chols)], 1)  # [particles, modes]
+    covered = float(weights[live][~reached.any(1)].sum()) <= CLOUD_OUTSIDE * float(weights.sum())
+    if len(modes) == 1:
+        return Proposal.at(mode, chol), covered
+    # The first mode's curvature at the mode itself too: the climb's may be from
+    # where it started, and the Laplace masses compare the modes' curvatures.
+    at_mode = curvature_near_mode(model, mode, store, dtype)
+    chols[0] = chol if at_mode is None else at_mode
+    modes, chols = torch.stack(modes), torch.stack(chols)
+    log_p_and_grad = _log_posterior(model, store, dtype)
+    log_mass = torch.tensor([_float64(*log_p_and_grad(m))[0] for m in modes], dtype=modes.dtype,
+                            device=modes.device)
+    log_mass = log_mass - torch.log(torch.diagonal(chols, dim1=1, dim2=2)).sum(1)
+    return Proposal(modes, chols, torch.log_softmax(log_mass, 0)), covered
+
+
+def _near(points, mode, chol, maps):
+    """``[P]`` bool: which ``points`` lie within a posterior standard deviation of ``mode``
+    (``||(point - mode) L||^2 <= 1`` in the metric of ``chol``), each in the relabelling
+    nearest it."""
+    offsets = relabelling.aligned(points, mode, maps) - mode
+    return (offsets @ chol).square().sum(-1) <= 1.0
+
+
+def _climbed_together(model, points, chol, store, dtype, max_steps=30, converged_rise=0.005):
+    """``(points, log_p)``: ``points [P, d]`` moved uphill by Newton steps in the fixed
+    metric of ``chol``, each halved until it climbs (as :func:`_newton`), all at once: one
+    pass over the store per evaluation for them all. Each ends near the mode of its
+    basin, and stops where its step predicts a rise below ``converged_rise`` nats."""
+    blocks = row_blocks(store, points.shape[0])
+
+    def log_p_and_grad(x):
+        log_p, grad = log_posterior_and_grad(model, x.to(dtype), blocks, 1.0)
+        return log_p.to(torch.float64), grad.to(torch.float64)
+
+    points = points.to(torch.float64).clone()
+    log_p, grad = log_p_and_grad(points)
+    log_p = torch.where(torch.isfinite(log_p), log_p, torch.full_like(log_p, -math.inf))
+    for _ in range(max_steps):
+        step = torch.cholesky_solve(grad.T, chol).T
+        climbing = (0.5 * (grad * step).sum(1) >= converged_rise) & torch.isfinite(log_p)
+        if not bool(climbing.any()):
+            break
+        for _ in range(8):
+            idx = climbing.nonzero()[:, 0]
+            if idx.numel() == 0:
+                break
+            new_log_p, new_grad = log_p_and_grad(points[idx] + step[idx])
+            up = idx[torch.isfinite(new_log_p) & (new_log_p >= log_p[idx])]
+            rose = torch.isin(idx, up)
+            points[up] = points[up] + step[up]
+            log_p[up], grad[up] = new_log_p[rose], new_grad[rose]
+            climbing[up] = False
+            step = 0.5 * step
+    return points, log_p
 
 
 def _within_draws(offsets, chol):
@@ -367,22 +490,30 @@ def _float64(log_p, grad):
     return float(log_p[0]), grad[0].to(torch.float64)
 
 
-def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
-    """Draws from the t with scale matrix ``(chol chol^T)^-1`` at ``mode``, and their log weights.
+def _weighted_draws(model, proposal, maps, store, n_draws, generator):
+    """Draws from the :class:`Proposal`'s t's, and their log weights.
 
-    With relabellings the proposal density is the mean of the t's copies
-    under all of them; the draws come from the first copy alone, which
-    gives the same expectation since the weights' ratio of two
-    relabelling-invariant densities is invariant too.
+    Each t has scale matrix ``(L L^T)^-1`` at its mode. With relabellings the
+    proposal density is the mean of the t's copies under all of them; the
+    draws come from the first copy alone, which gives the same expectation
+    since the weights' ratio of two relabelling-invariant densities is
+    invariant too.
     """
-    d = mode.shape[0]
-    kw = dict(generator=generator, dtype=mode.dtype, device=mode.device)
+    modes, chols = proposal.modes, proposal.chols
+    J, d = modes.shape
+    kw = dict(generator=generator, dtype=modes.dtype, device=modes.device)
     z = torch.randn(n_draws, d, **kw)
     chi2 = torch.randn(n_draws, NU, **kw).square().sum(1)  # integer nu: a sum of squares
     t = z * (NU / chi2).sqrt()[:, None]
-    # theta = mode + L^-T t has covariance (L L^T)^-1 times that of t.
-    theta = mode + torch.linalg.solve_triangular(chol.T, t.T, upper=True).T
-    log_q = _log_t_density(theta, mode, chol, maps)
+    which = torch.zeros(n_draws, dtype=torch.long, device=modes.device) if J == 1 else \
+        torch.multinomial(proposal.log_pi.exp(), n_draws, replacement=True, generator=generator)
+    theta = torch.empty_like(t)
+    for j in range(J):  # a loop over modes, each a batch of draws
+        drawn = which == j
+        # theta = mode + L^-T t has covariance (L L^T)^-1 times that of t.
+        theta[drawn] = modes[j] + torch.linalg.solve_triangular(chols[j].T, t[drawn].T,
+                                                                upper=True).T
+    log_q = _log_t_density(theta, proposal, maps)
     # In double precision whatever the store's: in single, each draw's log
     # likelihood of a million rows errs by a good part of a nat (the rows'
     # terms summed block by block), and the estimate by a sizeable part of that.
@@ -393,32 +524,38 @@ def _weighted_draws(model, mode, chol, maps, store, n_draws, generator):
     return theta, log_p - log_q
 
 
-def _estimate(log_w, mode, lower_bound=False):
+def _estimate(log_w, mode, lower_bound=False, minor_share=0.0):
     """The :class:`ImportanceEstimate` of finite log weights ``[n]`` of draws around ``mode``."""
     n_draws = log_w.shape[0]
     log_mean = float(torch.logsumexp(log_w, 0)) - math.log(n_draws)
     ess = _effective_draws(log_w)
     variance = max(1.0 / ess - 1.0 / n_draws, 0.0)
     return ImportanceEstimate(log_mean + 0.5 * variance, math.sqrt(variance), ess / n_draws,
-                              mode, n_draws, lower_bound)
+                              mode, n_draws, lower_bound, minor_share)
 
 
-def _log_t_density(theta, mode, chol, maps):
-    """Log density ``[n]`` of the t at ``mode``, averaged over its relabelled copies.
+def _log_t_density(theta, proposal, maps):
+    """Log density ``[n]`` of the :class:`Proposal`: its t's, each averaged over its
+    relabelled copies, mixed by their weights.
 
-    A copy is the t pushed through ``theta -> theta @ maps[p]``: its density at
+    A copy is a t pushed through ``theta -> theta @ maps[p]``: its density at
     ``theta`` is the t's at ``theta @ maps[p]^-1`` over ``|det maps[p]|``.
     """
-    d = mode.shape[0]
-    log_norm = (math.lgamma((NU + d) / 2) - math.lgamma(NU / 2) - 0.5 * d * math.log(NU * math.pi)
-                + torch.log(torch.diagonal(chol)).sum())
-    # ||L^T (theta maps[p]^-1 - mode)||^2, the t's squared radius, with the map
-    # and L^T as one matrix per copy.
+    d = theta.shape[1]
+    log_gamma = (math.lgamma((NU + d) / 2) - math.lgamma(NU / 2)
+                 - 0.5 * d * math.log(NU * math.pi))
     if maps is None:
-        whitened, log_dets = (theta @ chol)[:, None], theta.new_zeros(1)
+        inverse, log_dets = None, theta.new_zeros(1)
     else:
-        whitened = torch.einsum("nd,pde->npe", theta, torch.linalg.inv(maps) @ chol)
-        log_dets = torch.linalg.slogdet(maps)[1]
-    radius = (whitened - mode @ chol).square().sum(-1)
-    log_t = log_norm - log_dets - 0.5 * (NU + d) * torch.log1p(radius / NU)
-    return torch.logsumexp(log_t, 1) - math.log(log_t.shape[1])
+        inverse, log_dets = torch.linalg.inv(maps), torch.linalg.slogdet(maps)[1]
+    per_mode = []
+    for mode, chol, log_pi in zip(proposal.modes, proposal.chols, proposal.log_pi):
+        # ||L^T (theta maps[p]^-1 - mode)||^2, the t's squared radius, with the
+        # map and L^T as one matrix per copy.
+        whitened = (theta @ chol)[:, None] if inverse is None else \
+            torch.einsum("nd,pde->npe", theta, inverse @ chol)
+        radius = (whitened - mode @ chol).square().sum(-1)
+        log_t = (log_gamma + torch.log(torch.diagonal(chol)).sum() - log_dets
+                 - 0.5 * (NU + d) * torch.log1p(radius / NU))
+        per_mode.append(log_pi + torch.logsumexp(log_t, 1) - math.log(log_t.shape[1]))
+    return torch.logsumexp(torch.stack(per_mode, 1), 1)

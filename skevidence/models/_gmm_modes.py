@@ -82,9 +82,16 @@ def fresh_modes(model, coarse, generator, n_starts, n_iterations, n_kept):
 
 
 def best(model, theta, X, n):
-    """The ``n`` rows of ``theta`` with the highest log posterior on ``X``."""
-    log_p = model.log_prior(theta) + model.log_likelihood_sum(theta, (X,))
-    return theta[torch.nan_to_num(log_p, nan=-math.inf).argsort(descending=True)[:n]]
+    """The ``n`` rows of ``theta`` with the highest log posterior on ``X``, one per value
+    to hundredths of a nat: climbs that reach one mode, or relabelled copies of it,
+    share their value there."""
+    log_p = torch.nan_to_num(model.log_prior(theta) + model.log_likelihood_sum(theta, (X,)),
+                             nan=-math.inf)
+    order = log_p.argsort(descending=True)
+    rounded = torch.round(log_p[order] * 100)
+    distinct = torch.ones_like(rounded, dtype=torch.bool)
+    distinct[1:] = rounded[1:] != rounded[:-1]
+    return theta[order[distinct][:n]]
 
 
 def map_em(model, theta, X, n_iterations):

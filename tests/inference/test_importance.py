@@ -148,26 +148,74 @@ def test_mixture_estimate_covers_every_relabelling():
     assert abs(relabelled.log_evidence - ref["log_evidence"]) < 0.25 and relabelled.ess > 0.6
 
 
-def test_particles_split_between_modes_give_no_estimate():
-    X, model, start = _three_clusters(2000)
-    store = (torch.as_tensor(X),)
-    maps = model.relabelling_maps()
-    # A cloud near the mode in mixed labellings is one mode, relabelled...
+def _two_mirrored_modes():
+    """Clusters at -4, 0 and 4 and their mirror image, fitted with two components: the
+    posterior's modes join the middle cluster to the left one or to the right one,
+    mirror images of each other (not relabellings), so of equal mass."""
+    rng = np.random.default_rng(0)
+    half = np.concatenate([rng.normal(c, 1.0, 150) for c in (-4.0, 0.0, 4.0)])
+    X = np.concatenate([half, -half])[:, None]
+    model = GaussianMixtureModel(1, 2)
+
+    def at(weights, means, variances):
+        return model.pack(*(torch.tensor(a, dtype=torch.float64)[None]
+                            for a in (weights, [[m] for m in means], [[v] for v in variances])))
+
+    left, right = at([1 / 3, 2 / 3], [-4.0, 2.0], [1.0, 5.0]), at([2 / 3, 1 / 3], [-2.0, 4.0],
+                                                                   [5.0, 1.0])
+    return (torch.as_tensor(X),), model, left, right
+
+
+def _near(point, n, generator):
+    return point + 0.01 * torch.randn(n, point.shape[1], generator=generator, dtype=torch.float64)
+
+
+def test_particles_split_between_modes_weigh_both():
+    store, model, left, right = _two_mirrored_modes()
     gen = torch.Generator().manual_seed(0)
-    near = start + 0.01 * torch.randn(64, model.n_params, generator=gen, dtype=torch.float64)
-    mixed = torch.einsum("md,mde->me", near, maps[torch.arange(64) % 6])
     W = torch.full((64,), 1 / 64, dtype=torch.float64)
-    assert importance_log_evidence(model, mixed, W, store, 64, gen) is not None
-    # ... but a quarter of it at another optimum (one cluster's mean moved to
-    # where no data are) is a second mode: no estimate.
-    other = near.clone()
-    other[:16, 2] += 3.0
-    assert importance_log_evidence(model, other, W, store, 64, gen) is None
-    # Asked for as a bound, it is the mass at the mode climbed to, marked so.
-    one = importance_log_evidence(model, mixed, W, store, 64, torch.Generator().manual_seed(1))
-    bound = importance_log_evidence(model, other, W, store, 64, torch.Generator().manual_seed(1),
-                                    bound_where_spread=True)
-    assert bound.lower_bound and not one.lower_bound
+    maps = model.relabelling_maps()
+    # A cloud near one mode in mixed labellings holds one mode, relabelled.
+    mixed = torch.einsum("md,mde->me", _near(left, 64, gen), maps[torch.arange(64) % 2])
+    one = importance_log_evidence(model, mixed, W, store, 256, gen)
+    assert one.minor_share == 0.0 and not one.lower_bound
+    # A cloud split between the mirrored modes climbs to both; the proposal weighs
+    # them alike (equal Laplace masses) and the estimate is twice the mass of one,
+    # within three of the two estimates' combined error bars.
+    split = torch.cat([_near(left, 32, gen), _near(right, 32, gen)])
+    both = importance_log_evidence(model, split, W, store, 256, gen)
+    # (Each climb stops within 0.005 nats of its mode's log density: the shares
+    # differ from a half by at most about that.)
+    assert both.minor_share == pytest.approx(0.5, abs=0.005) and not both.lower_bound
+    assert abs(both.log_evidence - one.log_evidence - math.log(2.0)) < 3 * math.hypot(both.std,
+                                                                                   one.std)
+    # A mode that no particle holds joins the proposal from a search's points.
+    found = importance_log_evidence(model, _near(left, 64, gen), W, store, 256, gen,
+                                    starts=right)
+    assert found.minor_share == pytest.approx(0.5, abs=0.005)
+    assert abs(found.log_evidence - both.log_evidence) < 3 * math.hypot(found.std, both.std)
+
+
+def test_particles_on_a_mode_not_found_leave_a_bound(monkeypatch):
+    store, model, left, right = _two_mirrored_modes()
+    gen = torch.Generator().manual_seed(0)
+    W = torch.full((64,), 1 / 64, dtype=torch.float64)
+    split = torch.cat([_near(left, 32, gen), _near(right, 32, gen)])
+    one = importance_log_evidence(model, _near(left, 64, gen), W, store, 256, gen)
+    # Where no climb reaches the other mode, half the cloud lies beyond the reach
+    # of the mode found: no estimate, or, asked for as a bound, the mass of the
+    # mode found, marked so.
+    climb, maps = importance._climb, model.relabelling_maps()
+
+    def climb_but_not_to_the_right(model_, theta, *rest):
+        if float((theta @ maps - right).norm(dim=-1).min()) < 0.5:
+            return None
+        return climb(model_, theta, *rest)
+
+    monkeypatch.setattr(importance, "_climb", climb_but_not_to_the_right)
+    assert importance_log_evidence(model, split, W, store, 256, gen) is None
+    bound = importance_log_evidence(model, split, W, store, 256, gen, bound_where_spread=True)
+    assert bound.lower_bound and bound.minor_share == 0.0
     assert abs(bound.log_evidence - one.log_evidence) < 3 * math.hypot(bound.std, one.std)
 
 

@@ -106,10 +106,12 @@ def test_fresh_starts_reach_the_best_mode_without_a_cloud():
     X = torch.as_tensor(X)
     optimum = _gmm_modes.map_em(model, start, X, 50)
     log_p = model.log_prior(optimum) + model.log_likelihood_sum(optimum, (X,))
-    # mode_candidates' settings: 128 starts, 40 EM iterations, 8 kept
+    # mode_candidates' settings: 128 starts, 40 EM iterations, at most 8 kept,
+    # one per log posterior to hundredths (copies of one mode share theirs).
     fresh = _gmm_modes.fresh_modes(model, X, torch.Generator().manual_seed(0), 128, 40, 8)
     fresh_log_p = model.log_prior(fresh) + model.log_likelihood_sum(fresh, (X,))
-    assert fresh.shape[0] == 8 and float(fresh_log_p.max()) > float(log_p) - 0.01
+    assert 1 <= fresh.shape[0] <= 8 and float(fresh_log_p.max()) > float(log_p) - 0.01
+    assert torch.round(fresh_log_p * 100).unique().numel() == fresh.shape[0]
 
 
 def test_a_fit_caught_in_a_lesser_mode_moves_to_the_one_it_missed():
