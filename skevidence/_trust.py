@@ -302,7 +302,10 @@ class TrustDiagnosticsMixin:
         lost mass (a cloud that lags the posterior errs low, not either
         way), and the two combine as elsewhere, with an error bar no smaller
         than the annealing's: the bound's small std is of the mass it
-        bounds, not of the evidence.
+        bounds, not of the evidence. Where the check's proposal covers
+        modes that are not relabellings of one another, and those beyond the
+        heaviest hold more of it than the annealing's std, the check's
+        estimate stands alone: the annealing weighs such modes by chance.
         """
         annealed_now, std_now = self.log_evidence_, self.log_evidence_std_
         diag.update(annealing_log_evidence=annealed_now, annealing_log_evidence_std=std_now,

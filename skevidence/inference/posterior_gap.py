@@ -21,8 +21,9 @@ import torch
 
 from ..models.batches import batch_size_of, row_blocks
 
-__all__ = ["posterior_gap", "PosteriorGap", "gap_threshold", "spread_ratio", "maximize", "Cloud",
-           "cloud_on_posterior", "log_posterior_and_grad", "log_posterior"]
+__all__ = ["posterior_gap", "PosteriorGap", "gap_threshold", "spread_ratio", "maximize",
+           "maximize_scaled", "Cloud", "cloud_on_posterior", "log_posterior_and_grad",
+           "log_posterior"]
 
 
 def gap_threshold(d, subsample_ratio=1.0):
@@ -153,15 +154,28 @@ def posterior_gap(model, theta, W, store, n_seen, n_steps=30, cloud=None):
     # batches hold what it can compute from them once (label sums, Gram matrices).
     blocks = [model.prepare_batch(block) for block in row_blocks(store, 1)]
 
-    def objective(z):
+    def log_p_and_grad(point):
         with torch.no_grad():
-            value, grad = log_posterior_and_grad(model, (best + s * z)[None], blocks, scale)
-        return float(value[0]), grad[0] * s
+            value, grad = log_posterior_and_grad(model, point[None], blocks, scale)
+        return float(value[0]), grad[0]
 
     start = float(log_p[k])
-    _, found = maximize(objective, torch.zeros_like(best), n_steps)
+    _, found = maximize_scaled(log_p_and_grad, best, s, n_steps)
     optimum = max(start, found) if math.isfinite(found) else start
     return PosteriorGap(optimum - mean_log_p, optimum, mean_log_p)
+
+
+def maximize_scaled(log_p_and_grad, start, scale, n_steps):
+    """``(point, value)``: :func:`maximize` of ``log_p_and_grad(point) -> (value, gradient)``
+    from ``start [d]``, in coordinates scaled by ``scale [d]`` (posterior standard
+    deviations, so that its first steps have the posterior's scale)."""
+
+    def objective(z):
+        value, grad = log_p_and_grad(start + scale * z)
+        return value, grad * scale
+
+    z, value = maximize(objective, torch.zeros_like(start), n_steps)
+    return start + scale * z, value
 
 
 def maximize(objective, z, n_steps, history=10):

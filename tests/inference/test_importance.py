@@ -12,7 +12,7 @@ from sklearn.mixture import GaussianMixture
 
 from skevidence import EvidenceLinearRegression
 from skevidence.datasets import make_logistic_regression
-from skevidence.inference import control_variates, curvature, importance, sgais
+from skevidence.inference import climbing, control_variates, curvature, importance, sgais
 from skevidence.inference.importance import importance_log_evidence
 from skevidence.models import GaussianMixtureModel, LinearRegressionModel, LogisticRegressionModel
 from skevidence.models.base import Model
@@ -205,14 +205,14 @@ def test_particles_on_a_mode_not_found_leave_a_bound(monkeypatch):
     # Where no climb reaches the other mode, half the cloud lies beyond the reach
     # of the mode found: no estimate, or, asked for as a bound, the mass of the
     # mode found, marked so.
-    climb, maps = importance._climb, model.relabelling_maps()
+    climb, maps = climbing.climb, model.relabelling_maps()
 
     def climb_but_not_to_the_right(model_, theta, *rest):
         if float((theta @ maps - right).norm(dim=-1).min()) < 0.5:
             return None
         return climb(model_, theta, *rest)
 
-    monkeypatch.setattr(importance, "_climb", climb_but_not_to_the_right)
+    monkeypatch.setattr(climbing, "climb", climb_but_not_to_the_right)
     assert importance_log_evidence(model, split, W, store, 256, gen) is None
     bound = importance_log_evidence(model, split, W, store, 256, gen, bound_where_spread=True)
     assert bound.lower_bound and bound.minor_share == 0.0
@@ -232,7 +232,8 @@ def test_where_newton_cannot_start_the_climb_goes_uphill_by_the_gradient(monkeyp
     def curvature_away_from_start(model, theta, *args):
         return None if torch.equal(theta, start) else real(model, theta, *args)
 
-    monkeypatch.setattr(importance, "curvature_near_mode", curvature_away_from_start)
+    for module in (importance, climbing):
+        monkeypatch.setattr(module, "curvature_near_mode", curvature_away_from_start)
     est = importance_log_evidence(model, start[None], ONE, store, 128,
                                   torch.Generator().manual_seed(0))
     # As from the start itself (test_matches_the_closed_form_of_linear_regression:
@@ -350,7 +351,7 @@ def test_a_fold_that_disagrees_with_the_running_estimate_widens_the_error_bar():
 
 def _counting_log_posterior(monkeypatch):
     """Count the climb's evaluations over the store (``calls[0]``)."""
-    calls, original = [0], importance._log_posterior
+    calls, original = [0], climbing.log_posterior_on
 
     def counted(model, store, dtype):
         log_p_and_grad = original(model, store, dtype)
@@ -359,7 +360,7 @@ def _counting_log_posterior(monkeypatch):
             calls[0] += 1
             return log_p_and_grad(theta)
         return evaluate
-    monkeypatch.setattr(importance, "_log_posterior", counted)
+    monkeypatch.setattr(climbing, "log_posterior_on", counted)
     return calls
 
 
@@ -408,12 +409,12 @@ def test_newton_tests_every_step_in_double_precision():
         values.append(float(value[0]))
         return value, grad
 
-    theta, converged = importance._newton(recorded, start, chol, 0.0)
+    theta, converged = climbing.newton(recorded, start, chol, 0.0)
     # Steps that fell were halved, never taken: it ends at the highest point it
     # evaluated, converged near the mode.
     assert converged and abs(float(theta[0]) - 1.0) < 0.01
     assert float(log_p_and_grad(theta)[0][0]) == max(values)
     # Taken untested below a nat (a single-precision store), the same steps
     # go back and forth across the mode for every allowed Newton step.
-    theta, converged = importance._newton(recorded, start, chol, 1.0)
+    theta, converged = climbing.newton(recorded, start, chol, 1.0)
     assert not converged and abs(float(theta[0]) - 1.0) > 0.1
