@@ -15,10 +15,10 @@ from _harness import GMM_PAPER, Timed, arguments, fitted
 from bench_gmm_reference import reference_log_evidence
 
 
-def gmm_reference(X, n_starts=4, **params):
-    """The relabelling-symmetrised importance-sampling value (20000 draws)."""
+def gmm_reference(X, n_starts=4, n_draws=20000, **params):
+    """The relabelling-symmetrised importance-sampling value."""
     model = EvidenceGMM(**params)._make_model(X)
-    return reference_log_evidence(X, model, n_starts=n_starts)["log_evidence"]
+    return reference_log_evidence(X, model, n_draws, n_starts=n_starts)["log_evidence"]
 
 
 def standard(X):
@@ -42,7 +42,9 @@ def mixture_scale_bias(n, seeds):
                gmm_reference(standard(iris), 16, n_components=k), seeds or range(3),
                lambda s, k=k: make_pipeline(StandardScaler(),
                                             EvidenceGMM(n_components=k, random_state=s)), None)
-    yield ("wine, default, K = 2", (wine,), gmm_reference(standard(wine), 16, n_components=2),
+    # (On wine 20000 draws come out 0.07 low: their weights are heavy-tailed.)
+    yield ("wine, default, K = 2", (wine,),
+           gmm_reference(standard(wine), 16, 200_000, n_components=2),
            seeds or range(8), lambda s: make_pipeline(StandardScaler(),
                                                       EvidenceGMM(n_components=2, random_state=s)),
            None)
