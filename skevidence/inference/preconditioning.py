@@ -8,7 +8,8 @@ from ..models.batches import batch_size_of, take
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
                       precision_preconditioner)
 
-__all__ = ["preconditioner", "uses_curvature", "laplace_precision",
+__all__ = ["preconditioner", "uses_curvature", "laplace_precision", "past_curvature",
+           "with_chunk_fisher",
            "in_preconditioned_coordinates"]
 
 
@@ -36,9 +37,8 @@ def laplace_precision(model, state, config, chunk, lam):
     """Precision of the tempered posterior's Laplace approximation, averaged over the particles.
 
     ``prior + lam * chunk + past`` curvature, each the particles' weighted
-    mean (``Model.expected_fisher_information``); the past data's term comes
-    from the whole store while it is small, otherwise from a mini-batch of
-    ``batch_size`` scaled to the data seen.
+    mean (``Model.expected_fisher_information``); the past data's term is
+    :func:`past_curvature`.
     """
     theta = state.theta
     W = torch.as_tensor(state.weights, dtype=theta.dtype, device=theta.device)
@@ -50,17 +50,30 @@ def laplace_precision(model, state, config, chunk, lam):
         precision = torch.zeros(mean.shape[0], mean.shape[0], dtype=mean.dtype,
                                 device=mean.device)
     precision = precision + lam * model.expected_fisher_information(theta, W, chunk)
-    size = state.reservoir.size
-    if size > 0:
-        store = state.reservoir.data()
-        if size > 2 * config.batch_size:
-            idx = state.reservoir.sample_indices(config.batch_size, state.generator)
-            past = (state.n_seen / idx.shape[0]) * model.expected_fisher_information(
-                theta, W, take(store, idx))
-        else:
-            past = (state.n_seen / size) * model.expected_fisher_information(theta, W, store)
-        precision = precision + past
+    if state.reservoir.size > 0:
+        precision = precision + past_curvature(model, state, config, theta, W)
     return 0.5 * (precision + precision.T)
+
+
+def past_curvature(model, state, config, theta, W):
+    """The past data's summed Fisher information, for the metric.
+
+    The state's running sum over every chunk seen (``state.past_fisher``)
+    where it keeps one; otherwise the particles' weighted mean over the
+    whole store while it is small, and over a mini-batch of ``batch_size``
+    scaled to the data seen after. A mini-batch misses the few rows of a
+    rare one-hot category, or weighs them ``n / batch_size``-fold, and with
+    them the curvature of their coefficient: the metric's scale there is
+    then off by orders of magnitude, and the moves stall.
+    """
+    if state.past_fisher is not None:
+        return state.past_fisher.to(theta.dtype)
+    store, size = state.reservoir.data(), state.reservoir.size
+    if size > 2 * config.batch_size:
+        idx = state.reservoir.sample_indices(config.batch_size, state.generator)
+        return (state.n_seen / idx.shape[0]) * model.expected_fisher_information(
+            theta, W, take(store, idx))
+    return (state.n_seen / size) * model.expected_fisher_information(theta, W, store)
 
 
 def in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
@@ -105,3 +118,20 @@ def in_preconditioned_coordinates(model, state, config, chunk, lam, run, target,
         def scaled(z):
             return target(z * scale) * scale
     return (run(like.to(dtype) / scale, scaled, eye) * scale).to(like.dtype)
+
+
+def with_chunk_fisher(model, state, config, chunk):
+    """``state.past_fisher`` with ``chunk``'s Fisher information at the particles added.
+
+    Kept where the moves' metric is the curvature, from the first chunk on
+    (a sum that missed chunks stays None). One pass over the chunk, ``d^2``
+    per row: the cost of the control variate's own sum.
+    """
+    if state.n_seen > 0 and state.past_fisher is None:
+        return None
+    if not uses_curvature(model, state, config):
+        return None
+    W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
+    live = W > 0
+    F = model.expected_fisher_information(state.theta[live], W[live], chunk)
+    return F if state.past_fisher is None else state.past_fisher + F

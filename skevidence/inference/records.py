@@ -150,6 +150,10 @@ class SGAISState:
     fold_mode: torch.Tensor | None = None
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
+    # [d, d] The data seen's summed Fisher information, each chunk's at the
+    # particles that conditioned on it: the curvature metric's past term
+    # (preconditioning.past_curvature; None: not kept, or not from the start).
+    past_fisher: torch.Tensor | None = None
     # Searches for modes the particles missed (importance_steps.move_to_missed_mode):
     # after a chunk once the data seen have doubled since searched_at (the
     # last search of either kind); at the end of an update once they have

@@ -54,6 +54,7 @@ from .importance_steps import (fold_in_importance, missed_mode_search_due, move_
                                restart_from_draws)
 from .long_chunks import AnnealingWarning, long_chunk_message, warn_if_long
 from .moves import exact_move, sghmc_move, with_chunk_term
+from .preconditioning import with_chunk_fisher
 from .records import (TRACE_FIELDS, ChunkInfo, ChunkTally, MoveResult, SGAISState,
                       close_weight_segment, record_chunk, segment_variance, successor)
 from .reservoir import Reservoir
@@ -182,7 +183,8 @@ def _condition_on_chunk(model, state, config, chunk, move, callback, ends_update
     started = _start_by_importance(model, state, config, chunk, move, callback)
     state, tally = started or _anneal(model, state, config, chunk, move, callback)
     n_before = state.n_seen
-    state = replace(state, reservoir=state.reservoir.append(chunk, state.generator),
+    state = replace(state, past_fisher=with_chunk_fisher(model, state, config, chunk),
+                    reservoir=state.reservoir.append(chunk, state.generator),
                     summary=_summed(state.summary, model.summarize(chunk)),
                     cv=None if state.cv is None else state.cv.add_chunk(model, chunk),
                     n_seen=n_before + batch_size_of(chunk))

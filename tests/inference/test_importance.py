@@ -274,9 +274,10 @@ def test_folds_bring_the_evidence_to_the_closed_form_and_shrink_its_error_bar():
     # 4000 and 8000 (4 warm-up lengths, doubling): there the error bar drops
     # to about the importance estimate's own (0.01 at the start, 0.04-0.12 at
     # the folds over random_state 0-4), while alone the annealing's grows
-    # past 0.3 (0.33 at the first chunk, 0.42 at 4000 on this seed).
+    # past 0.3 (0.33 at the first chunk, 0.42 at 4000 on this seed). 0.2
+    # lies between the two spreads.
     assert std[500] < 0.1 < 0.3 < alone_std[500]
-    assert std[4000] < 0.1 and std[8000] < 0.1 and alone_std[4000] > 0.3
+    assert std[4000] < 0.2 and std[8000] < 0.2 and alone_std[4000] > 0.3
     # Over random_state 0-4 the folded run errs -0.22 to +0.13 with std
     # 0.08-0.16 (the annealing adds to it again from 8000 on); alone up to
     # +0.69 with std 0.45. 0.45 is about three times the largest std. (The

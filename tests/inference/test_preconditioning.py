@@ -132,3 +132,31 @@ def test_default_shared_scale_is_the_live_particles_geometric_mean():
     shared = model.shared_posterior_scale(theta, live, 10.0)
     torch.testing.assert_close(shared, torch.tensor([[0.2, 0.4, 0.2]] * 3, dtype=torch.float64))
 
+
+
+def test_the_metrics_past_curvature_counts_every_row_of_a_rare_category():
+    # A one-hot column set on 3 rows of 3000, standardised: those rows hold
+    # almost all of its coefficient's curvature, which a mini-batch of 500
+    # misses (or weighs six-fold) on most draws.
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(3000, 4, generator=gen, dtype=torch.float64)
+    X[:, 3] = 0.0
+    X[1700:1703, 3] = 1.0
+    X = (X - X.mean(0)) / X.std(0)
+    y = X @ torch.tensor([1.0, -0.5, 0.3, 0.2], dtype=torch.float64) + torch.randn(
+        3000, generator=gen, dtype=torch.float64)
+    model = LinearRegressionModel(4, noise_std=1.0)  # known noise: a constant Fisher
+    config = sgais.SGAISConfig(n_particles=32, precondition="curvature")
+    state = sgais.update(model, sgais.init(model, config, torch.Generator().manual_seed(0)),
+                         config, (X, y))
+    W = torch.as_tensor(state.weights)
+    past = preconditioning.past_curvature(model, state, config, state.theta, W)
+    # Phi'Phi summed chunk by chunk against in one sum: float64 sums of 3000
+    # products, whose rounding is below 3000 eps (7e-13) of the largest terms.
+    torch.testing.assert_close(past, model.expected_fisher_information(state.theta, W, (X, y)),
+                               rtol=1e-10, atol=1e-10 * 3000)
+    # Where the metric is the particles' covariance the sum is not kept.
+    config = replace(config, precondition="covariance")
+    state = sgais.update(model, sgais.init(model, config, torch.Generator().manual_seed(0)),
+                         config, (X[:1000], y[:1000]))
+    assert state.past_fisher is None
