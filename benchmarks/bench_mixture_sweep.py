@@ -31,13 +31,16 @@ HEALTHY_DRAWS = 100
 
 
 def fit_once(make, X, seed):
-    """One fit: ``(log Z, std, warnings, importance log Z or nan, CPU s)``."""
+    """One fit: ``(log Z, std, warnings, importance log Z or nan, CPU s, the runs' (log Z,
+    std) pairs)``."""
     with Timed() as t:
         est = fitted(make(seed).fit(X))
     messages = sorted({w.category.__name__ for w in t.caught
                        if w.category.__module__.startswith(("skevidence", "sklearn.exceptions"))})
+    d = est.diagnostics_
     return (est.log_evidence_, est.log_evidence_std_, messages,
-            est.diagnostics_.get("importance_log_evidence", math.nan), t.cpu)
+            d.get("importance_log_evidence", math.nan), t.cpu,
+            list(zip(d.get("init_log_evidence", ()), d.get("init_log_evidence_std", ()))))
 
 
 def seed_z(values, stds):
@@ -71,6 +74,8 @@ def report(name, n, runs, ref=None):
     print(f"{name:>16} {n:>7} {cells} range {max(values) - min(values):6.2f} "
           f"max|z| {seed_z(values, stds):5.2f} warned {sum(warned)}/{len(runs)} "
           f"{'; '.join(sorted({m for r in runs for m in r[2]}))}", flush=True)
+    print(f"{'runs':>16} " + " | ".join(" ".join(f"{v:.2f}±{s:.2f}" for v, s in r[5])
+                                        for r in runs), flush=True)
     return within, len(runs), agree, sum(warned) <= len(runs) // 3, near_ref
 
 

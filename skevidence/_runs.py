@@ -8,11 +8,13 @@ overlapping, unequal or unneeded components), runs end in different
 configurations and their evidences disagree by more than the error bar
 each reports of itself; one run cannot see that, several can.
 
-The evidence is the runs' inverse-variance weighted mean, its standard
-deviation widened by the Birge ratio over their disagreement
-(:func:`merged_estimate`: the rule by which a fit combines its annealing's
-estimate with its importance check's); a ratio beyond ``DISAGREEMENT_Z``
-is warned. The posterior is the runs' particles pooled, each run's
+The evidence is the runs' mean, its standard deviation widened by the
+Birge ratio over their disagreement (:func:`merged_estimate`); a ratio
+beyond ``DISAGREEMENT_Z`` is warned. The runs are replicates of one
+estimator, so each has the same error in expectation: weighting them by
+their own error bars would favour the runs that understate theirs, such as
+a run whose cloud sits in one narrow configuration of a multimodal
+posterior. The posterior is the runs' particles pooled, each run's
 weights scaled by its evidence: the weighting under which independent
 importance samplers of one target form one.
 """
@@ -42,25 +44,24 @@ def run_seeds(random_state, n_init):
 
 
 def merged_estimate(values, stds):
-    """Estimates of one log evidence by independent runs, merged.
+    """Estimates of one log evidence by independent runs of one estimator, merged.
 
-    Returns ``(mean, std, birge_ratio)``: the inverse-variance weighted mean;
-    the std of that mean, ``1 / sqrt(sum 1 / std_r^2)``, times the Birge
-    ratio ``max(1, sqrt(chi2 / (R - 1)))`` with ``chi2 = sum (value_r -
-    mean)^2 / std_r^2``. Where the runs disagree beyond their error bars,
-    their stds understate their errors by about that ratio, and the merged
-    error bar is widened to cover the disagreement (the Particle Data
-    Group's rule for inconsistent measurements). Runs without a finite std
-    are merged by their plain mean and the std of that mean.
+    Returns ``(mean, std, birge_ratio)``: the runs' mean; the std of that
+    mean, ``sqrt(sum std_r^2) / R``, times the Birge ratio ``max(1,
+    sqrt(chi2 / (R - 1)))`` with ``chi2 = sum (value_r - mean)^2 /
+    std_r^2``. Where the runs disagree beyond their error bars, their stds
+    understate their errors by about that ratio, and the merged error bar
+    is widened to cover the disagreement (the Particle Data Group's rule
+    for inconsistent measurements). Runs without a finite std are merged
+    by the std of their mean over the runs.
     """
     values, stds = np.asarray(values, dtype=float), np.asarray(stds, dtype=float)
-    R = values.shape[0]
+    R, mean = values.shape[0], float(values.mean())
     if not np.all(np.isfinite(stds)):
-        return float(values.mean()), float(values.std(ddof=1) / math.sqrt(R)), math.nan
-    precision = 1.0 / np.maximum(stds ** 2, MIN_VARIANCE)
-    mean = float(precision @ values / precision.sum())
-    ratio = max(1.0, math.sqrt(float(precision @ (values - mean) ** 2) / (R - 1)))
-    return mean, ratio / math.sqrt(float(precision.sum())), ratio
+        return mean, float(values.std(ddof=1) / math.sqrt(R)), math.nan
+    variances = np.maximum(stds ** 2, MIN_VARIANCE)
+    ratio = max(1.0, math.sqrt(float(((values - mean) ** 2 / variances).sum()) / (R - 1)))
+    return mean, ratio * math.sqrt(float(variances.sum())) / R, ratio
 
 
 def pooled_particles(runs):

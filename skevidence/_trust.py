@@ -152,11 +152,9 @@ class TrustDiagnosticsMixin:
     """``diagnostics_`` and the untrustworthy-run warning, for BaseEvidenceEstimator."""
 
     def _posterior_gap(self):
-        """The posterior-gap check (see inference/posterior_gap.py) and the others
-        made with it, a :class:`GapChecks`, rerun only
-        when the data seen have doubled since the last one, so that a
-        stream fed in many small ``partial_fit`` calls pays for it about
-        twice in all."""
+        """The posterior-gap check (inference/posterior_gap.py) and the others made with
+        it, a :class:`GapChecks`, rerun only when the data seen have doubled since the
+        last: a stream fed in many small ``partial_fit`` calls pays for it about twice."""
         state = self._state
         last = getattr(self, "_gap_checked", None)
         if last is not None and state.n_seen < 2 * last.n_seen:
@@ -189,20 +187,20 @@ class TrustDiagnosticsMixin:
         return searched.cloud
 
     def _importance_check(self, W):
-        """The :class:`ImportanceCheck` at this ``n_seen``, the
-        estimate from :func:`importance.importance_log_evidence` with
-        IMPORTANCE_DRAWS draws, more where their ESS is short of
-        IMPORTANCE_MIN_EFFECTIVE (None where it does not apply: a posterior
-        without one mode, a bounded store)."""
+        """The :class:`ImportanceCheck` at this ``n_seen``: IMPORTANCE_DRAWS draws, more
+        where their ESS is short of IMPORTANCE_MIN_EFFECTIVE (None where
+        :func:`importance.applies` fails or the store is bounded)."""
         state, model = self._state, self._model
         if not (importance.applies(model) and state.reservoir.size == state.n_seen > 0):
             return None
         store = state.reservoir.data()
         with torch.no_grad():
-            starts = None
-            if has_mode_search(model):  # modes that no particle holds join the proposal
-                starts = model.mode_candidates(state.theta[int(W.argmax())], store,
-                                               state.side_generator(3))
+            starts, searched = None, state.search_found
+            if searched is not None and searched.n_seen == state.n_seen:
+                starts = searched.candidates  # the engine's search at the end of this update
+            elif has_mode_search(model):  # modes that no particle holds join the proposal
+                starts = mode_search.search_points(model, state.theta, W, store,
+                                                   state.side_generator(3))
             estimate = importance.importance_log_evidence(
                 model, state.theta, W, store, IMPORTANCE_DRAWS,
                 state.side_generator(0), start=state.fold_mode,

@@ -28,10 +28,19 @@ def merged(mixture_data):
         return EvidenceGMM(n_components=2, n_init=3, **CHEAP).fit(mixture_data)
 
 
-def test_runs_that_agree_merge_to_the_inverse_variance_mean():
+def test_runs_that_agree_merge_to_their_mean_with_the_std_of_a_mean():
     mean, std, ratio = merged_estimate([-10.0, -10.0, -10.0], [0.3, 0.3, 0.6])
-    # Precisions 1/0.09, 1/0.09, 1/0.36 sum to 2.25 / 0.09 * ... = 25: std 1/5.
-    assert (mean, ratio) == (-10.0, 1.0) and std == pytest.approx(0.2, rel=1e-12)
+    # sqrt(0.09 + 0.09 + 0.36) / 3 = sqrt(0.54) / 3.
+    assert (mean, ratio) == (-10.0, 1.0) and std == pytest.approx(math.sqrt(0.54) / 3, rel=1e-12)
+
+
+def test_a_run_that_understates_its_error_bar_does_not_outweigh_the_others():
+    # Replicates of one estimator: each counts alike, whatever std it reports.
+    mean, std, ratio = merged_estimate([-10.6, -10.0, -10.0], [0.05, 0.3, 0.3])
+    assert mean == pytest.approx(-10.2, abs=1e-12)
+    # chi2 = 0.4^2 / 0.0025 + 2 * 0.2^2 / 0.09 = 64.89 on 2 degrees of freedom.
+    assert ratio == pytest.approx(math.sqrt((64 + 0.08 / 0.09) / 2), rel=1e-12)
+    assert abs(-10.6 - mean) < std  # the error bar reaches the odd run
 
 
 def test_runs_that_disagree_widen_the_error_bar_over_their_spread():

@@ -164,16 +164,18 @@ def move_to_missed_mode(model, state, config, ends_update=False):
         if ends_update and has_mode_search(model):
             state = replace(state, search_cloud=_cloud_for_the_checks(model, state, W, store))
             live_log_p = state.search_cloud.cloud.log_p
+        candidates = mode_search.search_points(model, state.theta, W, store, generator)
         found = mode_search.missed_mode(model, state.theta, W, store, SCREEN_DRAWS, generator,
                                         live_log_p,
                                         leave_cloud_mode=folds_weigh_the_cloud(model, state,
-                                                                                config))
+                                                                                config),
+                                        candidates=candidates)
         bar = state.debiased_log_evidence + 2.0 * state.log_evidence_std + MISSED_MODE_NATS
         if found is not None and found.estimate.log_evidence > bar - SCREEN_MARGIN:
             n_draws = min(2 * RESCUE_DRAWS, max(RESCUE_DRAWS, RESCUE_ROW_DRAWS // state.n_seen))
             found = importance.importance_at(model, found.point, store, n_draws, generator)
-    state = replace(state, search_found=SearchFound(state.n_seen,
-                                                     None if found is None else found.estimate))
+    state = replace(state, search_found=SearchFound(
+        state.n_seen, None if found is None else found.estimate, candidates))
     if found is None or not found.estimate.log_evidence > bar:
         return state, 0
     return restart_from_draws(model, state, found.estimate, found.draws, found.log_weights,

@@ -29,7 +29,7 @@ from ..models.batches import batch_size_of, row_blocks
 from .importance import ImportanceEstimate, importance_at, within_reach
 from .posterior_gap import log_posterior
 
-__all__ = ["MissedMode", "missed_mode"]
+__all__ = ["MissedMode", "missed_mode", "search_points"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class MissedMode:
 
 
 def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
-                leave_cloud_mode=False, weigh_all_rows=65536):
+                leave_cloud_mode=False, weigh_all_rows=65536, candidates=None):
     """The most mass near a mode the search finds, a :class:`MissedMode`.
 
     ``theta [M, d]`` are the particles with normalised weights ``W [M]``;
@@ -58,10 +58,11 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     ``live_log_p``, where already computed, is the log posterior of the
     particles of positive weight on ``store``. With ``leave_cloud_mode``,
     points on the mode that the cloud holds (:func:`importance.within_reach`)
-    are not weighed: where the engine's folds weigh that mode.
+    are not weighed: where the engine's folds weigh that mode. ``candidates``:
+    the search's points where already drawn (:func:`search_points`).
     """
-    heaviest = theta[int(W.argmax())]
-    candidates = model.mode_candidates(heaviest, store, generator)
+    if candidates is None:
+        candidates = search_points(model, theta, W, store, generator)
     if candidates is None:
         return None
     if live_log_p is None:
@@ -82,6 +83,11 @@ def missed_mode(model, theta, W, store, n_draws, generator, live_log_p=None,
     found = [MissedMode(f.estimate, f.draws, f.log_weights, point)
              for f, point in found if f is not None]
     return max(found, key=lambda f: f.estimate.log_evidence, default=None)
+
+
+def search_points(model, theta, W, store, generator):
+    """The model's search points (``Model.mode_candidates``) from the heaviest particle."""
+    return model.mode_candidates(theta[int(W.argmax())], store, generator)
 
 
 def _log_posterior(model, points, store):

@@ -98,6 +98,7 @@ class SearchFound:
 
     n_seen: int  # data seen at the search
     estimate: object | None  # importance estimate near a better mode (None: none found)
+    candidates: torch.Tensor | None = None  # the search's points (the checks start there too)
 
 
 @dataclass(frozen=True)
