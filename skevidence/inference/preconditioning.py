@@ -4,7 +4,8 @@
 import torch
 
 from ..models.base import has_fisher_information, has_relabellings
-from ..models.batches import batch_size_of, take
+from ..models.batches import batch_size_of, row_blocks, take
+from .records import PastFisher
 from .kernels import (covariance_preconditioner, isotropic_preconditioner,
                       precision_preconditioner)
 
@@ -58,8 +59,8 @@ def laplace_precision(model, state, config, chunk, lam):
 def past_curvature(model, state, config, theta, W):
     """The past data's summed Fisher information, for the metric.
 
-    The state's running sum over every chunk seen (``state.past_fisher``)
-    where it keeps one; otherwise the particles' weighted mean over the
+    The state's sum over the data seen (``state.past_fisher``, see
+    :func:`with_chunk_fisher`) where it keeps one; otherwise the particles' weighted mean over the
     whole store while it is small, and over a mini-batch of ``batch_size``
     scaled to the data seen after. A mini-batch misses the few rows of a
     rare one-hot category, or weighs them ``n / batch_size``-fold, and with
@@ -67,7 +68,7 @@ def past_curvature(model, state, config, theta, W):
     then off by orders of magnitude, and the moves stall.
     """
     if state.past_fisher is not None:
-        return state.past_fisher.to(theta.dtype)
+        return state.past_fisher.total.to(theta.dtype)
     store, size = state.reservoir.data(), state.reservoir.size
     if size > 2 * config.batch_size:
         idx = state.reservoir.sample_indices(config.batch_size, state.generator)
@@ -124,8 +125,13 @@ def with_chunk_fisher(model, state, config, chunk):
     """``state.past_fisher`` with ``chunk``'s Fisher information at the particles added.
 
     Kept where the moves' metric is the curvature, from the first chunk on
-    (a sum that missed chunks stays None). One pass over the chunk, ``d^2``
-    per row: the cost of the control variate's own sum.
+    (a sum that missed chunks stays None): each chunk's term at the
+    particles that condition on it, and every term again, at the particles,
+    in one pass over the store each time the data seen double. A row's
+    information can change with the parameters (a logistic model's), and the
+    particles of a few data lie far from those of many; between passes the
+    oldest term dates from half the data. Each pass costs ``d^2`` per row,
+    about as much again as the chunks' terms together.
     """
     if state.n_seen > 0 and state.past_fisher is None:
         return None
@@ -133,5 +139,14 @@ def with_chunk_fisher(model, state, config, chunk):
         return None
     W = torch.as_tensor(state.weights, dtype=state.theta.dtype, device=state.theta.device)
     live = W > 0
-    F = model.expected_fisher_information(state.theta[live], W[live], chunk)
-    return F if state.past_fisher is None else state.past_fisher + F
+    theta, W = state.theta[live], W[live]
+    F = model.expected_fisher_information(theta, W, chunk)
+    n_after = state.n_seen + batch_size_of(chunk)
+    past = state.past_fisher
+    if past is None:
+        return PastFisher(F, n_after)
+    if n_after < 2 * past.n_at_pass:
+        return PastFisher(past.total + F, past.n_at_pass)
+    store = sum(model.expected_fisher_information(theta, W, block)
+                for block in row_blocks(state.reservoir.data(), theta.shape[0]))
+    return PastFisher(store * (state.n_seen / state.reservoir.size) + F, n_after)

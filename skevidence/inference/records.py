@@ -17,6 +17,7 @@ leaves it as it was).
 
 import math
 from dataclasses import dataclass, field, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -27,7 +28,7 @@ from .control_variates import ControlVariate
 from .reservoir import Reservoir
 
 __all__ = ["ChunkInfo", "TRACE_FIELDS", "MoveResult", "ChunkTally", "SearchFound",
-           "SearchCloud", "SGAISState", "successor", "segment_variance",
+           "PastFisher", "SearchCloud", "SGAISState", "successor", "segment_variance",
            "close_weight_segment", "record_chunk"]
 
 
@@ -101,6 +102,14 @@ class SearchFound:
     candidates: torch.Tensor | None = None  # the search's points (the checks start there too)
 
 
+class PastFisher(NamedTuple):
+    """The data seen's summed Fisher information, ``[d, d]``, and the data seen at its
+    last pass over the whole store."""
+
+    total: torch.Tensor
+    n_at_pass: int
+
+
 @dataclass(frozen=True)
 class SearchCloud:
     """The end-of-update search's pass over the store: the checks take it where the
@@ -151,10 +160,9 @@ class SGAISState:
     fold_mode: torch.Tensor | None = None
     # The sum of Model.summarize over the data seen, for models that have one.
     summary: dict | None = None
-    # [d, d] The data seen's summed Fisher information, each chunk's at the
-    # particles that conditioned on it: the curvature metric's past term
-    # (preconditioning.past_curvature; None: not kept, or not from the start).
-    past_fisher: torch.Tensor | None = None
+    # The data seen's summed Fisher information: the curvature metric's past
+    # term (preconditioning.with_chunk_fisher; None: not kept).
+    past_fisher: PastFisher | None = None
     # Searches for modes the particles missed (importance_steps.move_to_missed_mode):
     # after a chunk once the data seen have doubled since searched_at (the
     # last search of either kind); at the end of an update once they have
