@@ -27,7 +27,7 @@ REGISTRY = {
         "--no-cpu --dtypes float32 --particles 8192 --models logistic --logistic-n 1000000",
         "--device cpu --dtypes float64 --particles 128 --models logistic gmm"], 1800),
     "linreg": ("bench_linreg", "--seeds 5", 900),
-    "real-data": ("bench_real_data", "--seeds 3", 1200),
+    "real-data": ("bench_real_data", "--seeds 3", 5400),
     "many-parameters": ("bench_highdim", [
         "--data paper synth100 --particles 32", "--data digits3",
         "--data digits --splits 0 1 2 --no-reference",
