@@ -60,12 +60,13 @@ def past_curvature(model, state, config, theta, W):
     """The past data's summed Fisher information, for the metric.
 
     The state's sum over the data seen (``state.past_fisher``, see
-    :func:`with_chunk_fisher`) where it keeps one; otherwise the particles' weighted mean over the
-    whole store while it is small, and over a mini-batch of ``batch_size``
-    scaled to the data seen after. A mini-batch misses the few rows of a
-    rare one-hot category, or weighs them ``n / batch_size``-fold, and with
-    them the curvature of their coefficient: the metric's scale there is
-    then off by orders of magnitude, and the moves stall.
+    :func:`with_chunk_fisher`) where it keeps one; otherwise the particles'
+    weighted mean over the whole store while it is small, and over a
+    mini-batch of ``batch_size`` scaled to the data seen after. A mini-batch
+    misses the few rows of a rare one-hot category, or weighs them
+    ``n / batch_size``-fold, and with them the curvature of their
+    coefficient: the metric's scale there is then off by orders of
+    magnitude, and the moves stall.
     """
     if state.past_fisher is not None:
         return state.past_fisher.total.to(theta.dtype)
@@ -145,7 +146,7 @@ def with_chunk_fisher(model, state, config, chunk):
     past = state.past_fisher
     if past is None:
         return PastFisher(F, n_after)
-    if n_after < 2 * past.n_at_pass:
+    if n_after < 2 * past.n_at_pass or state.reservoir.size == 0:  # (a store kept elsewhere)
         return PastFisher(past.total + F, past.n_at_pass)
     store = sum(model.expected_fisher_information(theta, W, block)
                 for block in row_blocks(state.reservoir.data(), theta.shape[0]))
