@@ -11,6 +11,7 @@ import torch
 from sklearn.mixture import GaussianMixture
 
 from skevidence import EvidenceGMM
+from skevidence.inference.relabelling import inverted
 from _harness import Timed, arguments, cached, error_summary, t_log_norm
 
 # Identifiable 3-cluster 2-D geometries: (centres, per-feature sds, weights).
@@ -113,10 +114,8 @@ def reference_log_evidence(X, model, n_draws=20000, nu=8.0, n_starts=4, seed=0):
     theta = torch.einsum("md,mde->me", phi, maps[labels])
     # log q: the mean over relabellings p of the mixture's density at phi = theta @ maps[p]^-1,
     # over |det maps[p]| (the additive-log-ratio logits make a relabelling linear, not a
-    # permutation). In numpy: torch's batched LU has stopped on an MKL error here in long
-    # processes (breast cancer, K = 3).
-    inverse_maps = torch.as_tensor(np.linalg.inv(maps.numpy()))
-    log_dets = torch.as_tensor(np.linalg.slogdet(maps.numpy())[1])
+    # permutation).
+    inverse_maps, log_dets = inverted(maps)
     log_t = []
     for j in range(J):
         log_t_norm = t_log_norm(d, nu) - torch.log(torch.diagonal(chols[j])).sum()

@@ -199,8 +199,8 @@ def _climbed_together(model, points, chol, store, dtype, max_steps=30, converged
             if idx.numel() == 0:
                 break
             new_log_p, new_grad = log_p_and_grad(points[idx] + step[idx])
-            up = idx[torch.isfinite(new_log_p) & (new_log_p >= log_p[idx])]
-            rose = torch.isin(idx, up)
+            rose = torch.isfinite(new_log_p) & (new_log_p >= log_p[idx])
+            up = idx[rose]
             points[up] = points[up] + step[up]
             log_p[up], grad[up] = new_log_p[rose], new_grad[rose]
             climbing[up] = False

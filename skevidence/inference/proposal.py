@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models.batches import SUM_ROWS, cast_batch, row_blocks
+from . import relabelling
 
 __all__ = ["NU", "Proposal", "weighted_draws", "log_t_density"]
 
@@ -83,7 +84,7 @@ def log_t_density(theta, proposal, maps):
     if maps is None:
         inverse, log_dets = None, theta.new_zeros(1)
     else:
-        inverse, log_dets = torch.linalg.inv(maps), torch.linalg.slogdet(maps)[1]
+        inverse, log_dets = relabelling.inverted(maps)
     per_mode = []
     for mode, chol, log_pi in zip(proposal.modes, proposal.chols, proposal.log_pi):
         # ||L^T (theta maps[p]^-1 - mode)||^2, the t's squared radius, with the

@@ -6,9 +6,10 @@ map ``theta -> theta @ maps[p]``. Steps that compare particles (their mean,
 a shared curvature) first bring each to one labelling.
 """
 
+import numpy as np
 import torch
 
-__all__ = ["relabelled", "nearest_relabelling", "aligned"]
+__all__ = ["relabelled", "nearest_relabelling", "aligned", "inverted"]
 
 
 def relabelled(particles, maps):
@@ -29,3 +30,15 @@ def aligned(particles, reference, maps):
         return particles
     nearest = nearest_relabelling(particles, reference, maps)
     return torch.einsum("md,mde->me", particles, maps[nearest])
+
+
+def inverted(maps):
+    """``(inverse [P, d, d], log |det| [P])`` of the relabelling ``maps [P, d, d]``.
+
+    In numpy, in double precision: torch's batched LU of these maps has
+    stopped on an MKL error (DLASWP) in long processes.
+    """
+    host = maps.detach().cpu().double().numpy()
+    inverse = torch.as_tensor(np.linalg.inv(host), dtype=maps.dtype, device=maps.device)
+    log_dets = torch.as_tensor(np.linalg.slogdet(host)[1], dtype=maps.dtype, device=maps.device)
+    return inverse, log_dets
