@@ -120,6 +120,7 @@ def main():
     parser = arguments(__doc__)
     parser.add_argument("--n", type=int, nargs="*", default=[10000])
     parser.add_argument("--datasets", type=int, default=len(DATA_SEEDS))
+    parser.add_argument("--skip", type=int, default=0, help="data seeds to pass over first")
     parser.add_argument("--held-out", action="store_true",
                         help="the held-out data seeds in place of the first twenty")
     parser.add_argument("--bundled", action="store_true")
@@ -128,7 +129,7 @@ def main():
     args = parser.parse_args()
     deadline = time.time() + args.time_cap
     print(f"{'data':>16} {'n':>7} " + " ".join(f"{'seed ' + str(s):>20}" for s in SAMPLER_SEEDS))
-    seeds = (HELD_OUT_SEEDS if args.held_out else DATA_SEEDS)[:args.datasets]
+    seeds = (HELD_OUT_SEEDS if args.held_out else DATA_SEEDS)[args.skip:][:args.datasets]
     counts = sweep(itertools.chain(prior_draws(args.n, seeds), bundled() if args.bundled else ()),
                    deadline, args.reference)
     if counts:
