@@ -94,7 +94,10 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         fraction of its ``importance_draws``: 256, doubled up to 1024 until
         their ESS reaches a fifth of 256; short of that it is not used) and
         ``importance_z`` (the annealing's log evidence at that point minus
-        it, in combined standard deviations), ``importance_lower_bound``
+        it, in combined standard deviations), ``importance_excess`` (the
+        log of its weights' mean minus the annealing's estimate plus twice
+        its std: above log 10 the fit warns whatever the ESS, by Markov's
+        inequality), ``importance_lower_bound``
         (True where the particles spread over more than that mode holds:
         the estimate is then of that mode's mass alone, at most the
         evidence up to its error, and combined only with an annealing
@@ -106,8 +109,7 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         :class:`~skevidence.EvidenceGMM`: the mass, by importance
         sampling, around the best posterior mode that a search from the
         data found above every particle; NaN where it found none) with
-        ``missed_mode_excess`` (it minus ``log_evidence_`` plus twice its
-        std), ``spare_weight`` (for :class:`~skevidence.EvidenceGMM`: the
+        ``missed_mode_excess`` (as ``importance_excess``), ``spare_weight`` (for :class:`~skevidence.EvidenceGMM`: the
         particles' weight where a component explains less than a tenth
         of an observation; NaN for the other models or with a bounded
         ``reservoir_size``), and ``warnings``. A

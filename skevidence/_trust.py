@@ -61,12 +61,13 @@ IMPORTANCE_MIN_EFFECTIVE = IMPORTANCE_MIN_ESS * IMPORTANCE_DRAWS
 # The least variance either estimate is given in their combination (that of
 # the engine's folds): a check whose draws carry equal weights reports 0.
 MIN_VARIANCE = 1e-12
-# The mass of a mode that the search finds and the particles missed
-# (inference/mode_search.py) is in expectation at most the evidence, so it
-# exceeds it by MISSED_MODE_NATS with probability at most 10% (Markov's
+# An importance estimate of the evidence (the mass of a mode that the search
+# finds and the particles missed, inference/mode_search.py; the check's at
+# the mode) is in expectation at most the evidence, so it exceeds it by
+# MISSED_MODE_NATS with probability at most 10% whatever its ESS (Markov's
 # inequality; an importance estimate's log errs low far more often than
-# high); the warning counts the excess above the annealing's estimate plus
-# twice its std, as the engine does before it moves the cloud there.
+# high); the warnings count the excess above the annealing's estimate plus
+# twice its std, as the engine does before it moves the cloud to a mode.
 MISSED_MODE_NATS = importance_steps.MISSED_MODE_NATS
 # Weight on parameters that no observation pins down (``Model.spare_weight``:
 # a mixture component that explains less than a tenth of an observation)
@@ -80,21 +81,19 @@ SPARE_WEIGHT = 0.1
 
 @dataclass(frozen=True)
 class ImportanceCheck:
-    """The importance-sampling check and the annealing's estimate and ``fold_var`` it faces."""
+    """An importance estimate of the evidence (the check's at the mode, or a missed mode's
+    mass) and the annealing's estimate and ``fold_var`` it faces."""
 
     estimate: ImportanceEstimate | None
     annealed: float  # the annealing's debiased log evidence
     std: float  # its std
     fold_var: float  # the engine's fold_var: a fold since replaces the estimate checked
 
-
-@dataclass(frozen=True)
-class MissedModeCheck:
-    """The mass of a mode the search found above the particles, and the annealing's estimate."""
-
-    estimate: ImportanceEstimate
-    annealed: float  # the annealing's debiased log evidence
-    std: float  # its std
+    def excess(self):
+        """The log of the weights' mean (Markov bounds its expectation) less the annealing's
+        estimate plus twice its std."""
+        return (self.estimate.log_evidence - 0.5 * self.estimate.std ** 2
+                - self.annealed - 2.0 * self.std)
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ class GapChecks:
     gap: posterior_gap.PosteriorGap
     spread: tuple  # (spread ratio, its standard error): posterior_gap.spread_ratio
     importance: ImportanceCheck | None
-    missed_mode: MissedModeCheck | None
+    missed_mode: ImportanceCheck | None
     spare_weight: float | None  # Model.spare_weight; None where the store is a sample
 
 
@@ -210,7 +209,7 @@ class TrustDiagnosticsMixin:
                                float(state.log_evidence_std), state.fold_var)
 
     def _missed_mode_check(self, W, live_log_p):
-        """The :class:`MissedModeCheck`, its estimate from
+        """The :class:`ImportanceCheck` of a missed mode, its estimate from
         :func:`mode_search.missed_mode` (None where the model offers no search,
         the store is bounded, or the search found nothing above the particles)."""
         state = self._state
@@ -227,8 +226,8 @@ class TrustDiagnosticsMixin:
             estimate = None if found is None else found.estimate
         if estimate is None:
             return None
-        return MissedModeCheck(estimate, float(state.debiased_log_evidence),
-                               float(state.log_evidence_std))
+        return ImportanceCheck(estimate, float(state.debiased_log_evidence),
+                               float(state.log_evidence_std), state.fold_var)
 
     def _diagnostics(self):
         state = self._state
@@ -264,16 +263,16 @@ class TrustDiagnosticsMixin:
         check = self._gap_checked.importance
         estimate = None if check is None else check.estimate
         if estimate is None:
-            return {"importance_log_evidence": math.nan, "importance_log_evidence_std": math.nan,
-                    "importance_ess": math.nan, "importance_draws": 0,
-                    "importance_z": math.nan, "importance_lower_bound": False}
-        annealed, std = check.annealed, check.std
+            return {**dict.fromkeys(["importance_log_evidence", "importance_log_evidence_std",
+                                     "importance_ess", "importance_z", "importance_excess"],
+                                    math.nan), "importance_draws": 0,
+                    "importance_lower_bound": False}
         return {"importance_log_evidence": estimate.log_evidence,
-                "importance_log_evidence_std": estimate.std,
-                "importance_ess": estimate.ess,
+                "importance_log_evidence_std": estimate.std, "importance_ess": estimate.ess,
                 "importance_draws": int(estimate.n_draws or IMPORTANCE_DRAWS),
-                "importance_z": (annealed - estimate.log_evidence)
-                / math.hypot(std, estimate.std),
+                "importance_z": (check.annealed - estimate.log_evidence)
+                / math.hypot(check.std, estimate.std),
+                "importance_excess": check.excess(),
                 "importance_lower_bound": estimate.lower_bound}
 
     def _combine_with_check(self, diag):
@@ -345,8 +344,7 @@ class TrustDiagnosticsMixin:
         if check is None:
             return {"missed_mode_log_evidence": math.nan, "missed_mode_excess": math.nan}
         return {"missed_mode_log_evidence": check.estimate.log_evidence,
-                "missed_mode_excess": check.estimate.log_evidence - check.annealed
-                - 2.0 * check.std}
+                "missed_mode_excess": check.excess()}
 
     def _untrustworthy_reasons(self, diag):
         M = self._state.theta.shape[0]
@@ -381,22 +379,24 @@ class TrustDiagnosticsMixin:
                 "of a posterior sample's (about 1): the cloud has collapsed and the evidence "
                 "can be many nats off (try more n_burnin or n_particles)")
         z = diag["importance_z"]
-        # Where the two estimates were combined, the Birge ratio has widened the
-        # error bar over their difference: the number stands, and says how sure it is.
+        # Combined, the Birge ratio has widened the error bar over their difference.
         # Above a lower bound the annealing may hold mass the bound's t misses.
-        if (diag["importance_ess"] * diag["importance_draws"] >= IMPORTANCE_MIN_EFFECTIVE
-                and abs(z) > IMPORTANCE_Z and not math.isfinite(diag["birge_ratio"])
-                and not (diag["importance_lower_bound"] and z > 0)):
-            n = diag["posterior_gap_n_seen"]
+        effective = diag["importance_ess"] * diag["importance_draws"]
+        far = (effective >= IMPORTANCE_MIN_EFFECTIVE and abs(z) > IMPORTANCE_Z
+               and not (diag["importance_lower_bound"] and z > 0))
+        lost = diag["importance_excess"] > MISSED_MODE_NATS  # whatever its ESS (Markov)
+        if (far or lost) and not math.isfinite(diag["birge_ratio"]):
             reasons.append(
-                f"after {n} observations the annealing's log evidence is {z:+.1f} combined "
-                "standard deviations from an importance-sampling estimate at the posterior "
-                f"mode ({diag['importance_log_evidence']:.6g} +- "
-                f"{diag['importance_log_evidence_std']:.2g}), not combined with it (a "
-                "method other than 'sgais', or one whose engine has folded an estimate of "
-                "its own into the annealing's since): "
-                "the particles lag or miss the posterior (try more n_burnin or "
-                "n_particles, or a smaller learning_rate)")
+                f"after {diag['posterior_gap_n_seen']} observations the annealing's log "
+                f"evidence is {z:+.1f} combined standard deviations from an importance-"
+                f"sampling estimate at the posterior mode ({diag['importance_log_evidence']:.6g}"
+                f" +- {diag['importance_log_evidence_std']:.2g}), not combined with it ("
+                + ("a method other than 'sgais', or one whose engine has folded an estimate "
+                   "of its own into the annealing's since" if far else
+                   f"{effective:.0f} effective draws, but {diag['importance_excess']:.3g} nats "
+                   "above the annealing's estimate plus twice its std, which chance gives "
+                   "less than once in ten") + "): the particles lag or miss the posterior "
+                "(try more n_burnin or n_particles, or a smaller learning_rate)")
         if diag["missed_mode_excess"] > MISSED_MODE_NATS:
             reasons.append(
                 f"after {diag['posterior_gap_n_seen']} observations a search for other "

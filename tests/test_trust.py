@@ -134,6 +134,31 @@ def test_particles_away_from_the_posterior_warn():
     assert abs(reg.log_evidence_ - exact) < 0.15 + 4 * reg.log_evidence_std_
 
 
+def test_a_short_importance_estimate_far_above_the_annealing_warns(monkeypatch):
+    # A check of few effective draws has no std to combine with, but its
+    # weights' mean is unbiased: a log that far exceeds the annealing's
+    # estimate is rare by Markov's inequality, one far below is what short
+    # importance sampling does.
+    X, y = paper_linear_data(1000, 0)
+    reg = EvidenceLinearRegression(random_state=0).fit(X, y)
+    d = reg.diagnostics_
+    assert d["warnings"] == [] and d["importance_excess"] < 0
+    top = d["annealing_log_evidence"] + 2 * d["annealing_log_evidence_std"]
+    for offset, warns in ((8.0, True), (-50.0, False)):
+        short = ImportanceEstimate(top + offset + 0.5, 1.0, 2.0 / 256, n_draws=256)
+        monkeypatch.setattr(_trust.importance, "importance_log_evidence",
+                            lambda *args, short=short, **kwargs: short)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            reg.fit(X, y)
+        messages = [str(w.message) for w in caught if w.category is ConvergenceWarning]
+        assert any("less than once in ten" in m for m in messages) == warns, messages
+        # the log of the weights' mean: the estimate less half its variance
+        assert reg.diagnostics_["importance_excess"] == pytest.approx(
+            offset, abs=1e-6)  # the same random_state: the same annealing
+        assert np.isnan(reg.diagnostics_["birge_ratio"])  # not combined: too few draws
+
+
 def test_a_collapsed_cloud_warns_though_its_gap_is_small():
     # One move per annealing step past the warm-up: resampling outpaces the
     # moves and the cloud shrinks around the mode. Over sampler seeds 0-2 the
