@@ -109,8 +109,9 @@ TRUST_ATTRIBUTES_DOC = """    log_evidence_std_ : float
         :class:`~skevidence.EvidenceGMM`: the mass, by importance
         sampling, around the best posterior mode that a search from the
         data found above every particle; NaN where it found none) with
-        ``missed_mode_excess`` (as ``importance_excess``), ``spare_weight`` (for :class:`~skevidence.EvidenceGMM`: the
-        particles' weight where a component explains less than a tenth
+        ``missed_mode_excess`` (as ``importance_excess``), ``spare_weight``
+        (for :class:`~skevidence.EvidenceGMM`: the particles' weight where
+        a component explains less than a tenth
         of an observation; NaN for the other models or with a bounded
         ``reservoir_size``), and ``warnings``. A
         :class:`~sklearn.exceptions.ConvergenceWarning` is issued with the

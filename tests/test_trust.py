@@ -142,7 +142,7 @@ def test_a_short_importance_estimate_far_above_the_annealing_warns(monkeypatch):
     X, y = paper_linear_data(1000, 0)
     reg = EvidenceLinearRegression(random_state=0).fit(X, y)
     d = reg.diagnostics_
-    # healthy: the excess is about -2 std (0.1 nats here), the margin log 10 tens of std away
+    # Healthy: the excess is about minus twice the std; log 10 lies tens of std above it.
     assert d["warnings"] == [] and d["importance_excess"] < MISSED_MODE_NATS
     top = d["annealing_log_evidence"] + 2 * d["annealing_log_evidence_std"]
     for offset, warns in ((8.0, True), (-50.0, False)):
